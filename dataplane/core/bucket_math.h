@@ -1,0 +1,406 @@
+/*
+ * sluice bucket arithmetic: the one source of truth for every limiter decision.
+ *
+ * Plain C, static inline, integer only, no loops: included by the C++ core and by the XDP
+ * program, so both backends decide identically. Nothing here reads a clock or touches
+ * memory other than its arguments; callers load a state word, call a decide function, and
+ * publish the returned word with one compare-and-swap (retrying on failure).
+ *
+ * Time. Callers pass now_ns (uint64 nanoseconds, any epoch, allowed to wrap). Each profile
+ * has a time shift k and works in units u = 2^-k ns (t_u = now_ns << k, mod 2^64, so a
+ * wrap of now_ns is a wrap of t_u). k is chosen per profile (see limiter_profile.cpp) so
+ * that the smallest packet's interval is at least 2^13 u (rounding error <= 6.1e-5
+ * relative) and the burst fits; k <= SL_MAX_TIME_SHIFT.
+ *
+ * Bucket model (token-bucket, gcra, leaky-bucket, and each bucket of the meters). The
+ * bucket is kept as its "empty time" E: the instant at which it would have held zero
+ * tokens had it refilled at rate r ever since. Its content at t is min(B, r*(t - E)). In
+ * time units: credit d = t - E (u), full at B_u = B/r, and a packet of cost c needs
+ * I_c = c/r (u). GCRA's theoretical arrival time is TAT = E + B_u. Keeping E instead of a
+ * token count is what makes refill exact: fractional tokens are never truncated away.
+ *
+ * Clock steps backwards. Forward time never yields d < 0 after a conforming charge, so
+ * d < 0 means another CPU read an earlier clock, or the clock stepped back. A small step
+ * reads as fewer tokens (conservative: concurrent CPUs with skewed clock reads can never
+ * over-admit). A step larger than the fill time (d < -B_u) re-bases the bucket as empty
+ * at the new clock, so it refills within B/r instead of stalling until the clock catches
+ * up.
+ */
+#ifndef SLUICE_CORE_BUCKET_MATH_H
+#define SLUICE_CORE_BUCKET_MATH_H
+
+#if defined(__bpf__)
+#include <linux/types.h>
+typedef __u64 sl_u64;
+typedef __s64 sl_s64;
+typedef __u32 sl_u32;
+#else
+#include <stdint.h>
+typedef uint64_t sl_u64;
+typedef int64_t sl_s64;
+typedef uint32_t sl_u32;
+#endif
+
+/* Fraction bits of sl_rate_profile.interval_fp (u per token). */
+#define SL_INTERVAL_FRAC_BITS 16
+/* Largest time shift: u = 2^-13 ns; t_u wraps every 2^51 ns (26 days). */
+#define SL_MAX_TIME_SHIFT 13
+/* Largest burst in time units; keeps cost*interval_fp < 2^63 and the TB layout below. */
+#define SL_MAX_BURST_U ((((sl_u64)1) << 47) - 1)
+
+/*
+ * token-bucket word layout: [stamp:16][credit:48]. stamp is bits 47..62 of a time in u
+ * (granule G = 2^47 u), credit = stamp*G - E (mod 2^63), so E = stamp*G - credit. After an
+ * update credit = d' + (G - t mod G) <= B_u + G < 2^48. Arithmetic is mod 2^63 (the stamp
+ * keeps 16 of the 17 granule bits), so the credit is exact while |d| < 2^62 u.
+ */
+#define SL_TB_CREDIT_BITS 48
+#define SL_TB_GRANULE_SHIFT 47
+#define SL_TB_CREDIT_MASK ((((sl_u64)1) << SL_TB_CREDIT_BITS) - 1)
+#define SL_TB_STAMP_MASK 0xFFFFull
+
+/* Fixed / sliding window layouts. */
+#define SL_FW_COUNT_BITS 40
+#define SL_FW_COUNT_MASK ((((sl_u64)1) << SL_FW_COUNT_BITS) - 1)
+#define SL_FW_INDEX_MASK 0xFFFFFFull
+#define SL_SW_COUNT_BITS 24
+#define SL_SW_COUNT_MASK ((((sl_u64)1) << SL_SW_COUNT_BITS) - 1)
+#define SL_SW_INDEX_MASK 0xFFFFull
+/* Sliding windows compute ((W - e) << 16) / W, so W < 2^47 ns (39 hours). */
+#define SL_MAX_WINDOW_NS ((((sl_u64)1) << 47) - 1)
+
+#if !defined(__bpf__)
+#if defined(__cplusplus)
+static_assert(SL_TB_GRANULE_SHIFT + 16 == 63, "TB stamp must cover 63 bits of time");
+static_assert(SL_MAX_BURST_U + (((sl_u64)1) << SL_TB_GRANULE_SHIFT) <= SL_TB_CREDIT_MASK,
+              "TB credit must hold a full bucket plus one granule");
+#else
+_Static_assert(SL_TB_GRANULE_SHIFT + 16 == 63, "TB stamp must cover 63 bits of time");
+#endif
+#endif
+
+/* One rate/burst pair in time units; built once per rule by the C++ profile builder. */
+struct sl_rate_profile {
+  sl_u64 interval_fp;   /* u per token, SL_INTERVAL_FRAC_BITS fraction bits */
+  sl_u64 burst_u;       /* B/r in u, <= SL_MAX_BURST_U */
+  sl_u64 burst_tokens;  /* B in tokens: a cost above this never conforms */
+  sl_u32 time_shift;    /* k: u = 2^-k ns */
+  sl_u32 reserved;
+};
+
+/* Leaky-bucket shaper: a rate profile plus the longest delay it may impose. */
+struct sl_shaper_profile {
+  struct sl_rate_profile rate;
+  sl_u64 max_delay_u;
+};
+
+/* Two-rate meters share one time shift; srtcm uses committed (CIR, CBS) and excess_burst_u
+ * (EBS at CIR); trtcm uses committed (CIR, CBS) and peak (PIR, PBS). */
+struct sl_meter_profile {
+  struct sl_rate_profile committed;
+  struct sl_rate_profile peak;
+  sl_u64 excess_burst_u;
+  sl_u64 excess_burst_tokens;
+};
+
+/* Sixteen bytes of meter state: two empty-times, published with one 128-bit CAS. */
+struct sl_meter_state {
+  sl_u64 e0; /* committed bucket E */
+  sl_u64 e1; /* srtcm: excess E; trtcm: peak E */
+};
+
+struct sl_window_profile {
+  sl_u64 window_ns;
+  sl_u64 limit_units; /* limit in count units */
+  sl_u64 unit_cost;   /* cost per count unit (1 unless the limit had to be scaled) */
+};
+
+enum sl_colour { SL_GREEN = 0, SL_YELLOW = 1, SL_RED = 2 };
+
+static inline sl_u64 sl_time_u(const struct sl_rate_profile *p, sl_u64 now_ns) {
+  return now_ns << p->time_shift;
+}
+
+/* I_c, rounded to nearest. Only for cost <= burst_tokens (then it cannot overflow). */
+static inline sl_u64 sl_cost_u(const struct sl_rate_profile *p, sl_u64 cost) {
+  return (cost * p->interval_fp + (((sl_u64)1) << (SL_INTERVAL_FRAC_BITS - 1))) >>
+         SL_INTERVAL_FRAC_BITS;
+}
+
+/* Credit d = t - E, as a signed difference mod 2^64. */
+static inline sl_s64 sl_credit(sl_u64 t_u, sl_u64 empty_u) { return (sl_s64)(t_u - empty_u); }
+
+/* Credit after the backward-step rule: d < -B_u re-bases to an empty bucket (d = 0). */
+static inline sl_s64 sl_rebase(sl_s64 d, sl_u64 burst_u) {
+  return d < -(sl_s64)burst_u ? 0 : d;
+}
+
+static inline sl_s64 sl_min_s64(sl_s64 a, sl_s64 b) { return a < b ? a : b; }
+
+/* ---------------------------------------------------------------- gcra (word = TAT) */
+
+static inline sl_u64 sl_gcra_init(const struct sl_rate_profile *p, sl_u64 now_ns) {
+  return sl_time_u(p, now_ns); /* TAT = t: a full bucket */
+}
+
+/* Returns 1 if the packet conforms. *next is the word to publish (may differ from tat
+ * even on a refusal, when a backward step re-based the bucket). */
+static inline int sl_gcra_decide(const struct sl_rate_profile *p, sl_u64 tat, sl_u64 now_ns,
+                                 sl_u64 cost, sl_u64 *next) {
+  sl_u64 t = sl_time_u(p, now_ns);
+  sl_s64 d = sl_credit(t, tat - p->burst_u);
+  sl_s64 d0 = sl_rebase(d, p->burst_u);
+  sl_u64 ic;
+  *next = d0 == d ? tat : t + p->burst_u;
+  if (cost > p->burst_tokens) return 0;
+  ic = sl_cost_u(p, cost);
+  if (d0 < (sl_s64)ic) return 0;
+  /* TAT' = max(TAT, t) + I_c; in credit terms d' = min(d, B_u) - I_c. */
+  *next = t - (sl_u64)(sl_min_s64(d0, (sl_s64)p->burst_u) - (sl_s64)ic) + p->burst_u;
+  return 1;
+}
+
+/* Give back a charge of cost (hierarchy refund), never above a full bucket. */
+static inline sl_u64 sl_gcra_refund(const struct sl_rate_profile *p, sl_u64 tat, sl_u64 now_ns,
+                                    sl_u64 cost) {
+  sl_u64 t = sl_time_u(p, now_ns);
+  sl_s64 d = sl_rebase(sl_credit(t, tat - p->burst_u), p->burst_u);
+  sl_s64 full = (sl_s64)p->burst_u;
+  sl_s64 nd = sl_min_s64(sl_min_s64(d, full) + (sl_s64)sl_cost_u(p, cost), full);
+  return t - (sl_u64)nd + p->burst_u;
+}
+
+/* ------------------------------------------- token-bucket (word = [stamp:16][credit:48]) */
+
+/* Sign-extend a mod-2^63 difference. */
+static inline sl_s64 sl_s63(sl_u64 x) { return ((sl_s64)(x << 1)) >> 1; }
+
+static inline sl_u64 sl_tb_pack(sl_u64 t_u, sl_s64 credit) {
+  sl_u64 stamp = (t_u >> SL_TB_GRANULE_SHIFT) + 1;
+  sl_u64 to_granule = (stamp << SL_TB_GRANULE_SHIFT) - t_u; /* G - t mod G, in [1, G] */
+  to_granule &= (((sl_u64)1) << 63) - 1;
+  return ((stamp & SL_TB_STAMP_MASK) << SL_TB_CREDIT_BITS) | ((sl_u64)credit + to_granule);
+}
+
+static inline sl_s64 sl_tb_credit(sl_u64 word, sl_u64 t_u) {
+  sl_u64 stamp = word >> SL_TB_CREDIT_BITS;
+  sl_u64 empty = (stamp << SL_TB_GRANULE_SHIFT) - (word & SL_TB_CREDIT_MASK);
+  return sl_s63(t_u - empty);
+}
+
+static inline sl_u64 sl_tb_init(const struct sl_rate_profile *p, sl_u64 now_ns) {
+  return sl_tb_pack(sl_time_u(p, now_ns), (sl_s64)p->burst_u);
+}
+
+static inline int sl_tb_decide(const struct sl_rate_profile *p, sl_u64 word, sl_u64 now_ns,
+                               sl_u64 cost, sl_u64 *next) {
+  sl_u64 t = sl_time_u(p, now_ns);
+  sl_s64 d = sl_tb_credit(word, t);
+  sl_s64 d0 = sl_rebase(d, p->burst_u);
+  sl_u64 ic;
+  *next = d0 == d ? word : sl_tb_pack(t, 0);
+  if (cost > p->burst_tokens) return 0;
+  ic = sl_cost_u(p, cost);
+  if (d0 < (sl_s64)ic) return 0;
+  *next = sl_tb_pack(t, sl_min_s64(d0, (sl_s64)p->burst_u) - (sl_s64)ic);
+  return 1;
+}
+
+static inline sl_u64 sl_tb_refund(const struct sl_rate_profile *p, sl_u64 word, sl_u64 now_ns,
+                                  sl_u64 cost) {
+  sl_u64 t = sl_time_u(p, now_ns);
+  sl_s64 d = sl_rebase(sl_tb_credit(word, t), p->burst_u);
+  sl_s64 full = (sl_s64)p->burst_u;
+  return sl_tb_pack(t, sl_min_s64(sl_min_s64(d, full) + (sl_s64)sl_cost_u(p, cost), full));
+}
+
+/* ----------------------------------------------------- leaky-bucket shaper (word = TAT) */
+
+/* Returns 1 if the packet may leave, with *delay_ns its wait (0 = now); 0 if it would wait
+ * longer than max-delay (it charges nothing then). Departures of one bucket are in arrival
+ * order and their stream conforms to (r, B): each leaves at the earliest conforming time. */
+static inline int sl_shaper_decide(const struct sl_shaper_profile *s, sl_u64 tat, sl_u64 now_ns,
+                                   sl_u64 cost, sl_u64 *next, sl_u64 *delay_ns) {
+  const struct sl_rate_profile *p = &s->rate;
+  sl_u64 t = sl_time_u(p, now_ns);
+  sl_s64 d = sl_credit(t, tat - p->burst_u);
+  sl_u64 ic, wait_u;
+  /* Queued packets legitimately push TAT up to B_u + max_delay ahead; beyond that the
+   * clock stepped back. */
+  if (d < -(sl_s64)(p->burst_u + s->max_delay_u)) {
+    tat = t + p->burst_u;
+    d = 0;
+  }
+  *next = tat;
+  *delay_ns = 0;
+  if (cost > p->burst_tokens) return 0;
+  ic = sl_cost_u(p, cost);
+  wait_u = d >= (sl_s64)ic ? 0 : (sl_u64)((sl_s64)ic - d);
+  if (wait_u > s->max_delay_u) return 0;
+  /* Departs at tau = t + wait; TAT' = max(TAT, tau) + I_c, i.e. credit at tau minus I_c. */
+  *next = t + wait_u - (sl_u64)(sl_min_s64(d + (sl_s64)wait_u, (sl_s64)p->burst_u) - (sl_s64)ic) +
+          p->burst_u;
+  *delay_ns = (wait_u + (((sl_u64)1) << p->time_shift) - 1) >> p->time_shift;
+  return 1;
+}
+
+static inline sl_u64 sl_shaper_refund(const struct sl_shaper_profile *s, sl_u64 tat, sl_u64 cost) {
+  return tat - sl_cost_u(&s->rate, cost);
+}
+
+/* ------------------------------------------------------------- meters (16-byte state) */
+
+static inline void sl_srtcm_init(const struct sl_meter_profile *m, sl_u64 now_ns,
+                                 struct sl_meter_state *st) {
+  sl_u64 t = sl_time_u(&m->committed, now_ns);
+  st->e0 = t - m->committed.burst_u;
+  st->e1 = t - m->excess_burst_u;
+}
+
+/*
+ * srTCM, colour-blind, continuous refill (RFC 2697). Tokens fill the committed bucket
+ * first; once it is full (at F = E_c + CBS_u) they overflow into the excess bucket, so
+ * Te(t) = min(EBS_u, max(t, F) - E_e). Writes the new state to *next (== *st on red,
+ * unless re-based).
+ */
+static inline enum sl_colour sl_srtcm_decide(const struct sl_meter_profile *m,
+                                             const struct sl_meter_state *st, sl_u64 now_ns,
+                                             sl_u64 cost, struct sl_meter_state *next) {
+  const struct sl_rate_profile *c = &m->committed;
+  sl_u64 t = sl_time_u(c, now_ns);
+  sl_s64 dc = sl_credit(t, st->e0);
+  sl_s64 tc, te, fill_ahead;
+  sl_u64 e0 = st->e0, e1 = st->e1, ic;
+  if (dc < -(sl_s64)c->burst_u) { /* clock stepped back: both buckets empty at t */
+    e0 = t;
+    e1 = t + c->burst_u;
+    dc = 0;
+  }
+  next->e0 = e0;
+  next->e1 = e1;
+  tc = sl_min_s64(dc, (sl_s64)c->burst_u);
+  fill_ahead = (sl_s64)(e0 + c->burst_u - t); /* F - t */
+  te = sl_min_s64((sl_s64)m->excess_burst_u,
+                  sl_credit(fill_ahead > 0 ? e0 + c->burst_u : t, e1));
+  if (te < 0) te = 0;
+  ic = cost <= c->burst_tokens || cost <= m->excess_burst_tokens ? sl_cost_u(c, cost) : 0;
+  if (cost <= c->burst_tokens && tc >= (sl_s64)ic) {
+    /* green: take from Tc; Te stays put until the new fill time, which is after t */
+    next->e0 = t - (sl_u64)(tc - (sl_s64)ic);
+    next->e1 = next->e0 + c->burst_u - (sl_u64)te;
+    return SL_GREEN;
+  }
+  if (cost <= m->excess_burst_tokens && te >= (sl_s64)ic) {
+    sl_u64 fill;
+    next->e0 = t - (sl_u64)tc;
+    fill = next->e0 + c->burst_u;
+    next->e1 = ((sl_s64)(fill - t) > 0 ? fill : t) - (sl_u64)(te - (sl_s64)ic);
+    return SL_YELLOW;
+  }
+  return SL_RED;
+}
+
+static inline void sl_trtcm_init(const struct sl_meter_profile *m, sl_u64 now_ns,
+                                 struct sl_meter_state *st) {
+  sl_u64 t = sl_time_u(&m->committed, now_ns);
+  st->e0 = t - m->committed.burst_u;
+  st->e1 = t - m->peak.burst_u;
+}
+
+/* trTCM, colour-blind (RFC 2698): two independent buckets, peak checked first. Both
+ * profiles share one time shift. */
+static inline enum sl_colour sl_trtcm_decide(const struct sl_meter_profile *m,
+                                             const struct sl_meter_state *st, sl_u64 now_ns,
+                                             sl_u64 cost, struct sl_meter_state *next) {
+  const struct sl_rate_profile *c = &m->committed, *p = &m->peak;
+  sl_u64 t = sl_time_u(c, now_ns);
+  sl_s64 dc = sl_credit(t, st->e0), dp = sl_credit(t, st->e1);
+  sl_s64 dc0 = sl_rebase(dc, c->burst_u), dp0 = sl_rebase(dp, p->burst_u);
+  sl_u64 ip, icc;
+  next->e0 = dc0 == dc ? st->e0 : t;
+  next->e1 = dp0 == dp ? st->e1 : t;
+  if (cost > p->burst_tokens) return SL_RED;
+  ip = sl_cost_u(p, cost);
+  if (dp0 < (sl_s64)ip) return SL_RED;
+  next->e1 = t - (sl_u64)(sl_min_s64(dp0, (sl_s64)p->burst_u) - (sl_s64)ip);
+  if (cost > c->burst_tokens) return SL_YELLOW;
+  icc = sl_cost_u(c, cost);
+  if (dc0 < (sl_s64)icc) return SL_YELLOW;
+  next->e0 = t - (sl_u64)(sl_min_s64(dc0, (sl_s64)c->burst_u) - (sl_s64)icc);
+  return SL_GREEN;
+}
+
+/* -------------------------------------------------- fixed window ([index:24][count:40]) */
+
+static inline sl_u64 sl_units(const struct sl_window_profile *w, sl_u64 cost) {
+  return (cost + w->unit_cost - 1) / w->unit_cost;
+}
+
+/* Window index distance as a signed 24-bit (fixed) or 16-bit (sliding) number: a negative
+ * distance is a backward clock step, which counts as no time passing. */
+static inline sl_s64 sl_index_ahead(sl_u64 now_idx, sl_u64 old_idx, int bits) {
+  return ((sl_s64)((now_idx - old_idx) << (64 - bits))) >> (64 - bits);
+}
+
+static inline int sl_fixed_window_decide(const struct sl_window_profile *w, sl_u64 word,
+                                         sl_u64 now_ns, sl_u64 cost, sl_u64 *next) {
+  sl_u64 idx = (now_ns / w->window_ns) & SL_FW_INDEX_MASK;
+  sl_u64 old_idx = word >> SL_FW_COUNT_BITS;
+  sl_u64 count = word & SL_FW_COUNT_MASK;
+  sl_u64 units = sl_units(w, cost);
+  if (sl_index_ahead(idx, old_idx, 24) > 0) {
+    count = 0;
+    old_idx = idx;
+  }
+  *next = word;
+  if (units > w->limit_units || count + units > w->limit_units) return 0;
+  *next = (old_idx << SL_FW_COUNT_BITS) | (count + units);
+  return 1;
+}
+
+static inline sl_u64 sl_fixed_window_refund(const struct sl_window_profile *w, sl_u64 word,
+                                            sl_u64 now_ns, sl_u64 cost) {
+  sl_u64 idx = (now_ns / w->window_ns) & SL_FW_INDEX_MASK;
+  sl_u64 count = word & SL_FW_COUNT_MASK, units = sl_units(w, cost);
+  if ((word >> SL_FW_COUNT_BITS) != idx) return word; /* charged in an earlier window */
+  return (word & ~SL_FW_COUNT_MASK) | (count > units ? count - units : 0);
+}
+
+/* ----------------------------------------- sliding window ([index:16][prev:24][cur:24]) */
+
+static inline int sl_sliding_window_decide(const struct sl_window_profile *w, sl_u64 word,
+                                           sl_u64 now_ns, sl_u64 cost, sl_u64 *next) {
+  sl_u64 idx = (now_ns / w->window_ns) & SL_SW_INDEX_MASK;
+  sl_u64 elapsed = now_ns % w->window_ns;
+  sl_u64 old_idx = word >> (2 * SL_SW_COUNT_BITS);
+  sl_u64 prev = (word >> SL_SW_COUNT_BITS) & SL_SW_COUNT_MASK;
+  sl_u64 cur = word & SL_SW_COUNT_MASK;
+  sl_u64 units = sl_units(w, cost), weight16, estimate;
+  sl_s64 ahead = sl_index_ahead(idx, old_idx, 16);
+  if (ahead == 1) {
+    prev = cur;
+    cur = 0;
+  } else if (ahead > 1) {
+    prev = 0;
+    cur = 0;
+  }
+  if (ahead > 0) old_idx = idx;
+  else if (ahead < 0) elapsed = 0; /* clock stepped back: weigh the previous window fully */
+  /* The previous window still counts for the part of it that lies inside the last W. */
+  weight16 = ((w->window_ns - elapsed) << 16) / w->window_ns;
+  estimate = cur + ((prev * weight16 + 0xFFFF) >> 16);
+  *next = word;
+  if (units > w->limit_units || estimate + units > w->limit_units) return 0;
+  *next = (old_idx << (2 * SL_SW_COUNT_BITS)) | (prev << SL_SW_COUNT_BITS) | (cur + units);
+  return 1;
+}
+
+static inline sl_u64 sl_sliding_window_refund(const struct sl_window_profile *w, sl_u64 word,
+                                              sl_u64 now_ns, sl_u64 cost) {
+  sl_u64 idx = (now_ns / w->window_ns) & SL_SW_INDEX_MASK;
+  sl_u64 cur = word & SL_SW_COUNT_MASK, units = sl_units(w, cost);
+  if ((word >> (2 * SL_SW_COUNT_BITS)) != idx) return word;
+  return (word & ~SL_SW_COUNT_MASK) | (cur > units ? cur - units : 0);
+}
+
+#endif /* SLUICE_CORE_BUCKET_MATH_H */

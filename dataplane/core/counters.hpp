@@ -1,0 +1,74 @@
+// Counters of SPEC §5. Each worker owns one WorkerCounters (no sharing, no atomics on the
+// hot path); readers sum them into a CountersSnapshot.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice {
+
+// Packet outcomes counted in packets and bytes. `exceeded` counts non-conforming packets
+// whatever the action (a dry-run `pass` rule counts what it would have dropped).
+enum class Outcome : uint8_t {
+  matched,
+  conformed,
+  exceeded,
+  passed,
+  dropped,
+  marked,
+  delayed,
+  malformed,
+  green,
+  yellow,
+  red,
+  kCount,
+};
+
+constexpr size_t kOutcomeCount = size_t(Outcome::kCount);
+
+// The name used in JSON and metrics: "<name>_packets", "<name>_bytes".
+const char* outcome_name(Outcome o);
+
+struct TrafficCounters {
+  std::array<uint64_t, kOutcomeCount> packets{};
+  std::array<uint64_t, kOutcomeCount> bytes{};
+
+  void add(Outcome o, uint64_t frame_bytes) {
+    packets[size_t(o)] += 1;
+    bytes[size_t(o)] += frame_bytes;
+  }
+  uint64_t pkts(Outcome o) const { return packets[size_t(o)]; }
+  uint64_t byts(Outcome o) const { return bytes[size_t(o)]; }
+  TrafficCounters& operator+=(const TrafficCounters& other);
+};
+
+// One worker's counters: index i < rule count is rule i, the last entry is the default.
+struct WorkerCounters {
+  std::vector<TrafficCounters> per_rule;
+  explicit WorkerCounters(size_t rule_count = 0) : per_rule(rule_count + 1) {}
+  TrafficCounters& rule(size_t i) { return per_rule[i]; }
+  TrafficCounters& default_rule() { return per_rule.back(); }
+};
+
+struct RuleSnapshot {
+  std::string name;
+  TrafficCounters traffic;
+  uint64_t active_flows = 0;
+  uint64_t flows_evicted = 0;
+};
+
+struct PortSnapshot {
+  uint16_t port = 0;
+  uint64_t rx_packets = 0, tx_packets = 0, missed_packets = 0;
+  uint64_t rx_bytes = 0, tx_bytes = 0;
+};
+
+struct CountersSnapshot {
+  std::vector<RuleSnapshot> rules;
+  RuleSnapshot default_rule;  // name "default"
+  std::vector<PortSnapshot> ports;
+};
+
+}  // namespace sluice

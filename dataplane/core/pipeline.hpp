@@ -1,0 +1,57 @@
+// The burst pipeline: parse -> classify -> limit -> act, shared by `sluiced --replay` and the
+// live dataplane. A Pipeline holds what all workers share (compiled rules, bucket words,
+// flow tables); each worker brings its own WorkerCounters. Time is always a parameter.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "counters.hpp"
+#include "result.hpp"
+#include "rules.hpp"
+
+namespace sluice {
+
+struct PipelineOptions {
+  uint64_t default_max_flows = 65536;  // flow slots for a keyed rule without max-flows
+  uint64_t hash_seed = 0;              // 0: random per start (SPEC §3 Flows)
+};
+
+struct Verdict {
+  enum class Kind : uint8_t { forward, drop };
+  Kind kind = Kind::forward;
+  uint64_t depart_ns = 0;  // == now_ns unless a leaky-bucket rule delayed the packet
+};
+
+class Pipeline {
+ public:
+  static Result<std::unique_ptr<Pipeline>> create(RuleSet rules, const PipelineOptions& opts);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  const RuleSet& rules() const;
+  WorkerCounters make_counters() const { return WorkerCounters(rules().rules.size()); }
+  // Longest max-delay of any shaping rule (0 if none): the horizon a timing wheel needs.
+  uint64_t max_delay_ns() const;
+
+  // One frame. May rewrite the frame in place (DSCP marking). Thread-safe: any number of
+  // workers may call it concurrently with their own counters.
+  Verdict process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t now_ns,
+                  WorkerCounters& counters);
+
+  // Frees flow slots idle longer than their rule's idle-timeout, visiting at most
+  // `max_slots` slots from where the previous call stopped. Returns the number freed.
+  size_t expire_idle(uint64_t now_ns, size_t max_slots);
+
+  CountersSnapshot snapshot(const std::vector<const WorkerCounters*>& workers) const;
+
+  struct Impl;
+
+ private:
+  explicit Pipeline(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sluice
