@@ -9,8 +9,8 @@
  * Time. Callers pass now_ns (uint64 nanoseconds, any epoch, allowed to wrap). Each profile
  * has a time shift k and works in units u = 2^-k ns (t_u = now_ns << k, mod 2^64, so a
  * wrap of now_ns is a wrap of t_u). k is chosen per profile (see limiter_profile.cpp) so
- * that the smallest packet's interval is at least 2^13 u (rounding error <= 6.1e-5
- * relative) and the burst fits; k <= SL_MAX_TIME_SHIFT.
+ * that the smallest packet's interval is at least 10^4 u (rounding error < 1e-4
+ * relative, 2^16 u where the burst allows) and the burst fits; k <= SL_MAX_TIME_SHIFT.
  *
  * Bucket model (token-bucket, gcra, leaky-bucket, and each bucket of the meters). The
  * bucket is kept as its "empty time" E: the instant at which it would have held zero
@@ -92,6 +92,7 @@ struct sl_rate_profile {
 struct sl_shaper_profile {
   struct sl_rate_profile rate;
   sl_u64 max_delay_u;
+  sl_u64 max_delay_ns;
 };
 
 /* Two-rate meters share one time shift; srtcm uses committed (CIR, CBS) and excess_burst_u
@@ -121,10 +122,23 @@ static inline sl_u64 sl_time_u(const struct sl_rate_profile *p, sl_u64 now_ns) {
   return now_ns << p->time_shift;
 }
 
-/* I_c, rounded to nearest. Only for cost <= burst_tokens (then it cannot overflow). */
+/*
+ * I_c, rounded up. Only for cost <= burst_tokens (then the product cannot overflow).
+ *
+ * Rounding is one-sided on purpose: costs round up and B_u rounds down (in the profile
+ * builder), so a bucket is never looser than the exact real-number model over time: a
+ * conforming packet always takes at least its exact cost, admitted cost stays within
+ * B + r*T and a shaped stream conforms. A packet is admitted when the credit reaches
+ * min(I_c, B_u) (sl_need), so a packet of cost exactly B still passes a full bucket; the
+ * credit may then dip below zero by the sub-unit rounding, which is carried, not lost.
+ */
 static inline sl_u64 sl_cost_u(const struct sl_rate_profile *p, sl_u64 cost) {
-  return (cost * p->interval_fp + (((sl_u64)1) << (SL_INTERVAL_FRAC_BITS - 1))) >>
+  return (cost * p->interval_fp + ((((sl_u64)1) << SL_INTERVAL_FRAC_BITS) - 1)) >>
          SL_INTERVAL_FRAC_BITS;
+}
+
+static inline sl_s64 sl_need(sl_u64 ic, sl_u64 burst_u) {
+  return (sl_s64)(ic < burst_u ? ic : burst_u);
 }
 
 /* Credit d = t - E, as a signed difference mod 2^64. */
@@ -154,7 +168,7 @@ static inline int sl_gcra_decide(const struct sl_rate_profile *p, sl_u64 tat, sl
   *next = d0 == d ? tat : t + p->burst_u;
   if (cost > p->burst_tokens) return 0;
   ic = sl_cost_u(p, cost);
-  if (d0 < (sl_s64)ic) return 0;
+  if (d0 < sl_need(ic, p->burst_u)) return 0;
   /* TAT' = max(TAT, t) + I_c; in credit terms d' = min(d, B_u) - I_c. */
   *next = t - (sl_u64)(sl_min_s64(d0, (sl_s64)p->burst_u) - (sl_s64)ic) + p->burst_u;
   return 1;
@@ -175,11 +189,16 @@ static inline sl_u64 sl_gcra_refund(const struct sl_rate_profile *p, sl_u64 tat,
 /* Sign-extend a mod-2^63 difference. */
 static inline sl_s64 sl_s63(sl_u64 x) { return ((sl_s64)(x << 1)) >> 1; }
 
+/* credit >= -(rounding of one cost) > -G: a sub-unit deficit borrows one more granule. */
 static inline sl_u64 sl_tb_pack(sl_u64 t_u, sl_s64 credit) {
   sl_u64 stamp = (t_u >> SL_TB_GRANULE_SHIFT) + 1;
-  sl_u64 to_granule = (stamp << SL_TB_GRANULE_SHIFT) - t_u; /* G - t mod G, in [1, G] */
-  to_granule &= (((sl_u64)1) << 63) - 1;
-  return ((stamp & SL_TB_STAMP_MASK) << SL_TB_CREDIT_BITS) | ((sl_u64)credit + to_granule);
+  sl_u64 to_granule = ((stamp << SL_TB_GRANULE_SHIFT) - t_u) & ((((sl_u64)1) << 63) - 1);
+  sl_s64 stored = credit + (sl_s64)to_granule; /* in [1 - rounding, B_u + G] */
+  if (stored < 0) {
+    stamp += 1;
+    stored += (sl_s64)(((sl_u64)1) << SL_TB_GRANULE_SHIFT);
+  }
+  return ((stamp & SL_TB_STAMP_MASK) << SL_TB_CREDIT_BITS) | (sl_u64)stored;
 }
 
 static inline sl_s64 sl_tb_credit(sl_u64 word, sl_u64 t_u) {
@@ -201,7 +220,7 @@ static inline int sl_tb_decide(const struct sl_rate_profile *p, sl_u64 word, sl_
   *next = d0 == d ? word : sl_tb_pack(t, 0);
   if (cost > p->burst_tokens) return 0;
   ic = sl_cost_u(p, cost);
-  if (d0 < (sl_s64)ic) return 0;
+  if (d0 < sl_need(ic, p->burst_u)) return 0;
   *next = sl_tb_pack(t, sl_min_s64(d0, (sl_s64)p->burst_u) - (sl_s64)ic);
   return 1;
 }
@@ -224,7 +243,8 @@ static inline int sl_shaper_decide(const struct sl_shaper_profile *s, sl_u64 tat
   const struct sl_rate_profile *p = &s->rate;
   sl_u64 t = sl_time_u(p, now_ns);
   sl_s64 d = sl_credit(t, tat - p->burst_u);
-  sl_u64 ic, wait_u;
+  sl_u64 ic, wait_u, delay;
+  sl_s64 need;
   /* Queued packets legitimately push TAT up to B_u + max_delay ahead; beyond that the
    * clock stepped back. */
   if (d < -(sl_s64)(p->burst_u + s->max_delay_u)) {
@@ -235,12 +255,17 @@ static inline int sl_shaper_decide(const struct sl_shaper_profile *s, sl_u64 tat
   *delay_ns = 0;
   if (cost > p->burst_tokens) return 0;
   ic = sl_cost_u(p, cost);
-  wait_u = d >= (sl_s64)ic ? 0 : (sl_u64)((sl_s64)ic - d);
-  if (wait_u > s->max_delay_u) return 0;
+  need = sl_need(ic, p->burst_u);
+  wait_u = d >= need ? 0 : (sl_u64)(need - d);
+  /* Departures are whole nanoseconds; the bucket is charged at the departure instant
+   * itself, so the stream measured in ns timestamps conforms exactly. */
+  delay = (wait_u + (((sl_u64)1) << p->time_shift) - 1) >> p->time_shift;
+  if (delay > s->max_delay_ns) return 0;
+  wait_u = delay << p->time_shift;
   /* Departs at tau = t + wait; TAT' = max(TAT, tau) + I_c, i.e. credit at tau minus I_c. */
   *next = t + wait_u - (sl_u64)(sl_min_s64(d + (sl_s64)wait_u, (sl_s64)p->burst_u) - (sl_s64)ic) +
           p->burst_u;
-  *delay_ns = (wait_u + (((sl_u64)1) << p->time_shift) - 1) >> p->time_shift;
+  *delay_ns = delay;
   return 1;
 }
 
@@ -283,14 +308,14 @@ static inline enum sl_colour sl_srtcm_decide(const struct sl_meter_profile *m,
   te = sl_min_s64((sl_s64)m->excess_burst_u,
                   sl_credit(fill_ahead > 0 ? e0 + c->burst_u : t, e1));
   if (te < 0) te = 0;
-  ic = cost <= c->burst_tokens || cost <= m->excess_burst_tokens ? sl_cost_u(c, cost) : 0;
-  if (cost <= c->burst_tokens && tc >= (sl_s64)ic) {
+  ic = sl_cost_u(c, cost);
+  if (cost <= c->burst_tokens && tc >= sl_need(ic, c->burst_u)) {
     /* green: take from Tc; Te stays put until the new fill time, which is after t */
     next->e0 = t - (sl_u64)(tc - (sl_s64)ic);
     next->e1 = next->e0 + c->burst_u - (sl_u64)te;
     return SL_GREEN;
   }
-  if (cost <= m->excess_burst_tokens && te >= (sl_s64)ic) {
+  if (cost <= m->excess_burst_tokens && te >= sl_need(ic, m->excess_burst_u)) {
     sl_u64 fill;
     next->e0 = t - (sl_u64)tc;
     fill = next->e0 + c->burst_u;
@@ -321,11 +346,11 @@ static inline enum sl_colour sl_trtcm_decide(const struct sl_meter_profile *m,
   next->e1 = dp0 == dp ? st->e1 : t;
   if (cost > p->burst_tokens) return SL_RED;
   ip = sl_cost_u(p, cost);
-  if (dp0 < (sl_s64)ip) return SL_RED;
+  if (dp0 < sl_need(ip, p->burst_u)) return SL_RED;
   next->e1 = t - (sl_u64)(sl_min_s64(dp0, (sl_s64)p->burst_u) - (sl_s64)ip);
   if (cost > c->burst_tokens) return SL_YELLOW;
   icc = sl_cost_u(c, cost);
-  if (dc0 < (sl_s64)icc) return SL_YELLOW;
+  if (dc0 < sl_need(icc, c->burst_u)) return SL_YELLOW;
   next->e0 = t - (sl_u64)(sl_min_s64(dc0, (sl_s64)c->burst_u) - (sl_s64)icc);
   return SL_GREEN;
 }
@@ -340,6 +365,12 @@ static inline sl_u64 sl_units(const struct sl_window_profile *w, sl_u64 cost) {
  * distance is a backward clock step, which counts as no time passing. */
 static inline sl_s64 sl_index_ahead(sl_u64 now_idx, sl_u64 old_idx, int bits) {
   return ((sl_s64)((now_idx - old_idx) << (64 - bits))) >> (64 - bits);
+}
+
+/* A fresh window word: the current window, nothing counted. (A zero word would be window 0,
+ * which may read as "the future" and freeze the count.) */
+static inline sl_u64 sl_fixed_window_init(const struct sl_window_profile *w, sl_u64 now_ns) {
+  return ((now_ns / w->window_ns) & SL_FW_INDEX_MASK) << SL_FW_COUNT_BITS;
 }
 
 static inline int sl_fixed_window_decide(const struct sl_window_profile *w, sl_u64 word,
@@ -367,6 +398,10 @@ static inline sl_u64 sl_fixed_window_refund(const struct sl_window_profile *w, s
 }
 
 /* ----------------------------------------- sliding window ([index:16][prev:24][cur:24]) */
+
+static inline sl_u64 sl_sliding_window_init(const struct sl_window_profile *w, sl_u64 now_ns) {
+  return ((now_ns / w->window_ns) & SL_SW_INDEX_MASK) << (2 * SL_SW_COUNT_BITS);
+}
 
 static inline int sl_sliding_window_decide(const struct sl_window_profile *w, sl_u64 word,
                                            sl_u64 now_ns, sl_u64 cost, sl_u64 *next) {
