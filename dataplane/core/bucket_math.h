@@ -20,11 +20,11 @@
  * token count is what makes refill exact: fractional tokens are never truncated away.
  *
  * Clock steps backwards. Forward time never yields d < 0 after a conforming charge, so
- * d < 0 means another CPU read an earlier clock, or the clock stepped back. A small step
- * reads as fewer tokens (conservative: concurrent CPUs with skewed clock reads can never
- * over-admit). A step larger than the fill time (d < -B_u) re-bases the bucket as empty
- * at the new clock, so it refills within B/r instead of stalling until the clock catches
- * up.
+ * d < 0 means another CPU read an earlier clock (it was preempted between reading the
+ * clock and charging), or the clock stepped back. Up to the fill time plus
+ * SL_STEP_TOLERANCE_NS this reads as fewer tokens: conservative, so stale or skewed clock
+ * reads can never over-admit. A larger step re-bases the bucket as empty at the new clock,
+ * so it refills within B/r instead of stalling until the clock catches up.
  */
 #ifndef SLUICE_CORE_BUCKET_MATH_H
 #define SLUICE_CORE_BUCKET_MATH_H
@@ -41,6 +41,9 @@ typedef int64_t sl_s64;
 typedef uint32_t sl_u32;
 #endif
 
+/* How stale a clock read may be (scheduling delay between reading the clock and charging)
+ * before a bucket treats it as a backward step and re-bases. */
+#define SL_STEP_TOLERANCE_NS 1000000000ull
 /* Fraction bits of sl_rate_profile.interval_fp (u per token). */
 #define SL_INTERVAL_FRAC_BITS 16
 /* Largest time shift: u = 2^-13 ns; t_u wraps every 2^51 ns (26 days). */
@@ -144,9 +147,15 @@ static inline sl_s64 sl_need(sl_u64 ic, sl_u64 burst_u) {
 /* Credit d = t - E, as a signed difference mod 2^64. */
 static inline sl_s64 sl_credit(sl_u64 t_u, sl_u64 empty_u) { return (sl_s64)(t_u - empty_u); }
 
-/* Credit after the backward-step rule: d < -B_u re-bases to an empty bucket (d = 0). */
-static inline sl_s64 sl_rebase(sl_s64 d, sl_u64 burst_u) {
-  return d < -(sl_s64)burst_u ? 0 : d;
+/* Deficit beyond which a credit means the clock stepped back: the fill time, plus what
+ * a legitimately queued shaper may add, plus the stale-read tolerance. */
+static inline sl_s64 sl_step_limit(const struct sl_rate_profile *p, sl_u64 extra_u) {
+  return -(sl_s64)(p->burst_u + extra_u + (SL_STEP_TOLERANCE_NS << p->time_shift));
+}
+
+/* Credit after the backward-step rule: beyond the limit, re-base to an empty bucket. */
+static inline sl_s64 sl_rebase(const struct sl_rate_profile *p, sl_s64 d) {
+  return d < sl_step_limit(p, 0) ? 0 : d;
 }
 
 static inline sl_s64 sl_min_s64(sl_s64 a, sl_s64 b) { return a < b ? a : b; }
@@ -163,7 +172,7 @@ static inline int sl_gcra_decide(const struct sl_rate_profile *p, sl_u64 tat, sl
                                  sl_u64 cost, sl_u64 *next) {
   sl_u64 t = sl_time_u(p, now_ns);
   sl_s64 d = sl_credit(t, tat - p->burst_u);
-  sl_s64 d0 = sl_rebase(d, p->burst_u);
+  sl_s64 d0 = sl_rebase(p, d);
   sl_u64 ic;
   *next = d0 == d ? tat : t + p->burst_u;
   if (cost > p->burst_tokens) return 0;
@@ -178,7 +187,7 @@ static inline int sl_gcra_decide(const struct sl_rate_profile *p, sl_u64 tat, sl
 static inline sl_u64 sl_gcra_refund(const struct sl_rate_profile *p, sl_u64 tat, sl_u64 now_ns,
                                     sl_u64 cost) {
   sl_u64 t = sl_time_u(p, now_ns);
-  sl_s64 d = sl_rebase(sl_credit(t, tat - p->burst_u), p->burst_u);
+  sl_s64 d = sl_rebase(p, sl_credit(t, tat - p->burst_u));
   sl_s64 full = (sl_s64)p->burst_u;
   sl_s64 nd = sl_min_s64(sl_min_s64(d, full) + (sl_s64)sl_cost_u(p, cost), full);
   return t - (sl_u64)nd + p->burst_u;
@@ -215,7 +224,7 @@ static inline int sl_tb_decide(const struct sl_rate_profile *p, sl_u64 word, sl_
                                sl_u64 cost, sl_u64 *next) {
   sl_u64 t = sl_time_u(p, now_ns);
   sl_s64 d = sl_tb_credit(word, t);
-  sl_s64 d0 = sl_rebase(d, p->burst_u);
+  sl_s64 d0 = sl_rebase(p, d);
   sl_u64 ic;
   *next = d0 == d ? word : sl_tb_pack(t, 0);
   if (cost > p->burst_tokens) return 0;
@@ -228,7 +237,7 @@ static inline int sl_tb_decide(const struct sl_rate_profile *p, sl_u64 word, sl_
 static inline sl_u64 sl_tb_refund(const struct sl_rate_profile *p, sl_u64 word, sl_u64 now_ns,
                                   sl_u64 cost) {
   sl_u64 t = sl_time_u(p, now_ns);
-  sl_s64 d = sl_rebase(sl_tb_credit(word, t), p->burst_u);
+  sl_s64 d = sl_rebase(p, sl_tb_credit(word, t));
   sl_s64 full = (sl_s64)p->burst_u;
   return sl_tb_pack(t, sl_min_s64(sl_min_s64(d, full) + (sl_s64)sl_cost_u(p, cost), full));
 }
@@ -247,7 +256,7 @@ static inline int sl_shaper_decide(const struct sl_shaper_profile *s, sl_u64 tat
   sl_s64 need;
   /* Queued packets legitimately push TAT up to B_u + max_delay ahead; beyond that the
    * clock stepped back. */
-  if (d < -(sl_s64)(p->burst_u + s->max_delay_u)) {
+  if (d < sl_step_limit(p, s->max_delay_u)) {
     tat = t + p->burst_u;
     d = 0;
   }
@@ -296,7 +305,7 @@ static inline enum sl_colour sl_srtcm_decide(const struct sl_meter_profile *m,
   sl_s64 dc = sl_credit(t, st->e0);
   sl_s64 tc, te, fill_ahead;
   sl_u64 e0 = st->e0, e1 = st->e1, ic;
-  if (dc < -(sl_s64)c->burst_u) { /* clock stepped back: both buckets empty at t */
+  if (dc < sl_step_limit(c, 0)) { /* clock stepped back: both buckets empty at t */
     e0 = t;
     e1 = t + c->burst_u;
     dc = 0;
@@ -340,7 +349,7 @@ static inline enum sl_colour sl_trtcm_decide(const struct sl_meter_profile *m,
   const struct sl_rate_profile *c = &m->committed, *p = &m->peak;
   sl_u64 t = sl_time_u(c, now_ns);
   sl_s64 dc = sl_credit(t, st->e0), dp = sl_credit(t, st->e1);
-  sl_s64 dc0 = sl_rebase(dc, c->burst_u), dp0 = sl_rebase(dp, p->burst_u);
+  sl_s64 dc0 = sl_rebase(c, dc), dp0 = sl_rebase(p, dp);
   sl_u64 ip, icc;
   next->e0 = dc0 == dc ? st->e0 : t;
   next->e1 = dp0 == dp ? st->e1 : t;

@@ -1,1 +1,317 @@
-// placeholder: implementation pending
+#include "pipeline.hpp"
+
+#include <array>
+#include <atomic>
+
+#include "classifier.hpp"
+#include "flow_key.hpp"
+#include "flow_table.hpp"
+#include "frame.hpp"
+#include "frame_rewrite.hpp"
+#include "limiter_profile.hpp"
+#include "limiters.hpp"
+
+namespace sluice {
+namespace {
+
+// Deepest parent chain a packet is charged along (the loader rejects cycles; this bounds
+// the per-packet work and the refund list).
+constexpr size_t kMaxChain = 8;
+
+// A rule compiled for the hot path: its profile, and where its bucket words live.
+struct CompiledRule {
+  const Rule* rule = nullptr;
+  sl_rate_profile rate{};
+  sl_shaper_profile shaper{};
+  sl_meter_profile meter{};
+  sl_window_profile window{};
+  std::unique_ptr<FlowTable> flows;  // keyed rules; null for key: none
+  // key: none - one aggregate bucket shared by every worker (16-aligned for meters). It
+  // starts full at its first packet's time, which only then is known.
+  alignas(64) std::atomic<uint64_t> aggregate[2] = {};
+  mutable std::atomic<int> aggregate_ready{0};  // 0 untouched, 1 initialising, 2 ready
+  std::array<int, kMaxChain> chain{};  // this rule, then its parents
+  size_t chain_len = 0;
+
+  uint64_t cost(uint32_t frame_len) const {
+    return rule->cost_unit() == CostUnit::packets ? 1 : uint64_t(frame_len) + rule->overhead_bytes;
+  }
+
+  void init_state(std::atomic<uint64_t>* w, uint64_t now_ns) const {
+    switch (rule->algorithm) {
+      case Algorithm::token_bucket:
+        w[0].store(sl_tb_init(&rate, now_ns), std::memory_order_relaxed);
+        break;
+      case Algorithm::gcra:
+        w[0].store(sl_gcra_init(&rate, now_ns), std::memory_order_relaxed);
+        break;
+      case Algorithm::leaky_bucket:
+        w[0].store(sl_gcra_init(&shaper.rate, now_ns), std::memory_order_relaxed);
+        break;
+      case Algorithm::srtcm:
+      case Algorithm::trtcm: {
+        sl_meter_state st;
+        if (rule->algorithm == Algorithm::srtcm) sl_srtcm_init(&meter, now_ns, &st);
+        else sl_trtcm_init(&meter, now_ns, &st);
+        w[0].store(st.e0, std::memory_order_relaxed);
+        w[1].store(st.e1, std::memory_order_relaxed);
+        break;
+      }
+      case Algorithm::fixed_window:
+        w[0].store(sl_fixed_window_init(&window, now_ns), std::memory_order_relaxed);
+        break;
+      case Algorithm::sliding_window:
+        w[0].store(sl_sliding_window_init(&window, now_ns), std::memory_order_relaxed);
+        break;
+    }
+  }
+
+  // Policers and windows: true if conforming (and charged).
+  bool police(std::atomic<uint64_t>& w, uint64_t now_ns, uint64_t c) const {
+    switch (rule->algorithm) {
+      case Algorithm::token_bucket: return token_bucket_charge(rate, w, now_ns, c);
+      case Algorithm::gcra: return gcra_charge(rate, w, now_ns, c);
+      case Algorithm::fixed_window: return fixed_window_charge(window, w, now_ns, c);
+      case Algorithm::sliding_window: return sliding_window_charge(window, w, now_ns, c);
+      default: return false;
+    }
+  }
+
+  void refund(std::atomic<uint64_t>& w, uint64_t now_ns, uint64_t c) const {
+    switch (rule->algorithm) {
+      case Algorithm::token_bucket: return token_bucket_refund(rate, w, now_ns, c);
+      case Algorithm::gcra: return gcra_refund(rate, w, now_ns, c);
+      case Algorithm::leaky_bucket: return shaper_refund(shaper, w, c);
+      case Algorithm::fixed_window: return fixed_window_refund(window, w, now_ns, c);
+      case Algorithm::sliding_window: return sliding_window_refund(window, w, now_ns, c);
+      default: return;
+    }
+  }
+};
+
+Status compile_profile(CompiledRule& cr) {
+  const Rule& r = *cr.rule;
+  auto take = [](auto result, auto& into) -> Status {
+    if (!result) return result.error();
+    into = *result;
+    return Ok{};
+  };
+  switch (r.algorithm) {
+    case Algorithm::token_bucket:
+    case Algorithm::gcra:
+      return take(make_rate_profile(r.rate, r.burst), cr.rate);
+    case Algorithm::leaky_bucket:
+      return take(make_shaper_profile(r.rate, r.burst, r.max_delay_ns), cr.shaper);
+    case Algorithm::srtcm:
+      return take(make_srtcm_profile(r.rate, r.burst, r.excess_burst), cr.meter);
+    case Algorithm::trtcm:
+      return take(make_trtcm_profile(r.rate, r.burst, r.peak_rate, r.peak_burst), cr.meter);
+    case Algorithm::fixed_window:
+    case Algorithm::sliding_window:
+      return take(make_window_profile(r.window_ns, r.limit,
+                                      r.algorithm == Algorithm::sliding_window),
+                  cr.window);
+  }
+  return make_error("unknown algorithm");
+}
+
+}  // namespace
+
+struct Pipeline::Impl {
+  RuleSet rules;
+  Classifier classifier;
+  std::vector<std::unique_ptr<CompiledRule>> compiled;
+  uint64_t hash_seed = 0;
+  uint64_t max_delay_ns = 0;
+  std::atomic<size_t> expire_rule{0};
+
+  explicit Impl(RuleSet r) : rules(std::move(r)), classifier(rules.rules) {}
+
+  // The bucket words of rule `idx` for this packet: the aggregate, or the flow's slot
+  // (created on first packet). Null when the table has no slot for a new flow.
+  std::atomic<uint64_t>* state_for(const CompiledRule& cr, const ParsedFrame& pf,
+                                   uint64_t now_ns, size_t idx) {
+    if (!cr.flows) return aggregate_state(cr, now_ns);
+    const Rule& r = *cr.rule;
+    uint64_t h = hash_flow_key(make_flow_key(pf, r.key, r.key_prefix_len), hash_seed + idx);
+    auto l = cr.flows->find_or_insert(h, now_ns, [&](FlowSlot& s) { cr.init_state(s.state, now_ns); });
+    return l.slot ? l.slot->state : nullptr;
+  }
+
+  static std::atomic<uint64_t>* aggregate_state(const CompiledRule& cr, uint64_t now_ns) {
+    auto* w = const_cast<std::atomic<uint64_t>*>(cr.aggregate);
+    if (cr.aggregate_ready.load(std::memory_order_acquire) == 2) return w;
+    int expected = 0;
+    if (cr.aggregate_ready.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+      cr.init_state(w, now_ns);
+      cr.aggregate_ready.store(2, std::memory_order_release);
+    }
+    // Another worker is initialising: a few instructions away from done.
+    while (cr.aggregate_ready.load(std::memory_order_acquire) != 2) {
+    }
+    return w;
+  }
+
+  Verdict act(const Action& a, TrafficCounters& c, uint8_t* frame, const ParsedFrame& pf,
+              uint64_t now_ns) {
+    uint32_t len = pf.frame_len;
+    switch (a.kind) {
+      case ActionKind::drop:
+        c.add(Outcome::dropped, len);
+        return {Verdict::Kind::drop, now_ns};
+      case ActionKind::mark_dscp:
+        if (pf.status == FrameStatus::ok && mark_dscp(frame, len, pf, a.dscp)) {
+          c.add(Outcome::marked, len);
+          return {Verdict::Kind::forward, now_ns};
+        }
+        break;  // not IP: nothing to mark, it passes
+      case ActionKind::pass:
+        break;
+    }
+    c.add(Outcome::passed, len);
+    return {Verdict::Kind::forward, now_ns};
+  }
+
+  Verdict meter(const CompiledRule& cr, std::atomic<uint64_t>* w, TrafficCounters& c,
+                uint8_t* frame, const ParsedFrame& pf, uint64_t now_ns) {
+    auto& word = *reinterpret_cast<MeterWord*>(w);
+    uint64_t cost = cr.cost(pf.frame_len);
+    sl_colour colour = cr.rule->algorithm == Algorithm::srtcm
+                           ? srtcm_charge(cr.meter, word, now_ns, cost)
+                           : trtcm_charge(cr.meter, word, now_ns, cost);
+    const ColourActions& ca = cr.rule->colour_actions;
+    c.add(colour == SL_GREEN ? Outcome::green : colour == SL_YELLOW ? Outcome::yellow : Outcome::red,
+          pf.frame_len);
+    c.add(colour == SL_GREEN ? Outcome::conformed : Outcome::exceeded, pf.frame_len);
+    return act(colour == SL_GREEN ? ca.green : colour == SL_YELLOW ? ca.yellow : ca.red, c, frame,
+               pf, now_ns);
+  }
+
+  Verdict process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t now_ns,
+                  WorkerCounters& counters) {
+    ParsedFrame pf = parse_frame(frame, len);
+    pf.frame_len = len;
+    int idx = pf.status == FrameStatus::ok ? classifier.classify(pf, port) : -1;
+    if (idx < 0) {
+      TrafficCounters& d = counters.default_rule();
+      d.add(Outcome::matched, len);
+      if (pf.status != FrameStatus::ok) d.add(Outcome::malformed, len);
+      return act(rules.default_action, d, frame, pf, now_ns);
+    }
+    const CompiledRule& top = *compiled[size_t(idx)];
+    TrafficCounters& c = counters.rule(size_t(idx));
+    c.add(Outcome::matched, len);
+
+    // Charge the rule, then each parent; a refusal anywhere gives back what was taken
+    // below it, so a refused packet charges nothing (SPEC §3 Hierarchy).
+    std::array<std::atomic<uint64_t>*, kMaxChain> charged{};
+    for (size_t level = 0; level < top.chain_len; ++level) {
+      const CompiledRule& cr = *compiled[size_t(top.chain[level])];
+      std::atomic<uint64_t>* w = state_for(cr, pf, now_ns, size_t(top.chain[level]));
+      if (w == nullptr) {
+        refund(top, charged, level, pf.frame_len, now_ns);
+        c.add(Outcome::exceeded, len);
+        return act(cr.rule->overflow.value_or(cr.rule->action), c, frame, pf, now_ns);
+      }
+      if (cr.rule->is_meter()) return meter(cr, w, c, frame, pf, now_ns);
+      uint64_t cost = cr.cost(len);
+      if (cr.rule->algorithm == Algorithm::leaky_bucket) {
+        uint64_t delay = 0;
+        if (!shaper_charge(cr.shaper, *w, now_ns, cost, &delay)) {
+          refund(top, charged, level, len, now_ns);
+          c.add(Outcome::exceeded, len);
+          c.add(Outcome::dropped, len);
+          return {Verdict::Kind::drop, now_ns};
+        }
+        if (delay > 0) {
+          c.add(Outcome::exceeded, len);
+          c.add(Outcome::delayed, len);
+          return {Verdict::Kind::forward, now_ns + delay};
+        }
+      } else if (!cr.police(*w, now_ns, cost)) {
+        refund(top, charged, level, len, now_ns);
+        c.add(Outcome::exceeded, len);
+        return act(cr.rule->action, c, frame, pf, now_ns);
+      }
+      charged[level] = w;
+    }
+    c.add(Outcome::conformed, len);
+    c.add(Outcome::passed, len);
+    return {Verdict::Kind::forward, now_ns};
+  }
+
+  void refund(const CompiledRule& top, const std::array<std::atomic<uint64_t>*, kMaxChain>& charged,
+              size_t levels, uint32_t len, uint64_t now_ns) {
+    for (size_t l = 0; l < levels; ++l) {
+      const CompiledRule& cr = *compiled[size_t(top.chain[l])];
+      cr.refund(*charged[l], now_ns, cr.cost(len));
+    }
+  }
+};
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const PipelineOptions& opts) {
+  auto impl = std::make_unique<Impl>(std::move(rules));
+  impl->hash_seed = opts.hash_seed ? opts.hash_seed : random_hash_seed();
+  const auto& rs = impl->rules.rules;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    auto cr = std::make_unique<CompiledRule>();
+    cr->rule = &rs[i];
+    if (Status s = compile_profile(*cr); !s)
+      return make_error("rule \"" + rs[i].name + "\": " + s.error().message);
+    if (rs[i].key != KeyMode::none) {
+      uint64_t cap = rs[i].max_flows ? rs[i].max_flows : opts.default_max_flows;
+      cr->flows = std::make_unique<FlowTable>(cap, rs[i].idle_timeout_ns);
+    }
+    for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
+      if (cr->chain_len == kMaxChain)
+        return make_error("rule \"" + rs[i].name + "\": parent chain deeper than " +
+                          std::to_string(kMaxChain));
+      cr->chain[cr->chain_len++] = at;
+    }
+    if (rs[i].algorithm == Algorithm::leaky_bucket)
+      impl->max_delay_ns = std::max(impl->max_delay_ns, rs[i].max_delay_ns);
+    impl->compiled.push_back(std::move(cr));
+  }
+  return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Pipeline::~Pipeline() = default;
+
+const RuleSet& Pipeline::rules() const { return impl_->rules; }
+uint64_t Pipeline::max_delay_ns() const { return impl_->max_delay_ns; }
+
+Verdict Pipeline::process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t now_ns,
+                          WorkerCounters& counters) {
+  return impl_->process(frame, len, port, now_ns, counters);
+}
+
+size_t Pipeline::expire_idle(uint64_t now_ns, size_t max_slots) {
+  auto& rs = impl_->compiled;
+  if (rs.empty()) return 0;
+  // Round-robin over the keyed rules, one rule's share per call.
+  for (size_t tries = 0; tries < rs.size(); ++tries) {
+    size_t i = impl_->expire_rule.fetch_add(1, std::memory_order_relaxed) % rs.size();
+    if (rs[i]->flows) return rs[i]->flows->expire(now_ns, max_slots);
+  }
+  return 0;
+}
+
+CountersSnapshot Pipeline::snapshot(const std::vector<const WorkerCounters*>& workers) const {
+  CountersSnapshot snap;
+  const auto& rs = impl_->rules.rules;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    RuleSnapshot r;
+    r.name = rs[i].name;
+    for (const WorkerCounters* w : workers) r.traffic += w->per_rule[i];
+    const auto& flows = impl_->compiled[i]->flows;
+    r.active_flows = flows ? flows->active() : 1;  // key: none is one shared bucket
+    r.flows_evicted = flows ? flows->evicted() : 0;
+    snap.rules.push_back(std::move(r));
+  }
+  snap.default_rule.name = "default";
+  for (const WorkerCounters* w : workers) snap.default_rule.traffic += w->per_rule.back();
+  return snap;
+}
+
+}  // namespace sluice
