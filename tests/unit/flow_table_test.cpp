@@ -1,1 +1,528 @@
+#include "flow_table.hpp"
+
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace sluice {
+namespace {
+
+constexpr uint64_t kTick = uint64_t{1} << FlowTable::kTickShift;  // ~1.05 ms
+constexpr uint64_t kNever = 0;                                      // idle_timeout: no expiry
+using Outcome = FlowTable::Outcome;
+
+// splitmix64: well-spread distinct hashes from a counter.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// init callback that records the flow's hash in state[0] (so tests can check who owns a slot).
+auto init_with(uint64_t hash) {
+  return [hash](FlowSlot& s) {
+    s.state[0].store(hash, std::memory_order_relaxed);
+    s.state[1].store(~hash, std::memory_order_relaxed);
+  };
+}
+
+FlowTable::Lookup put(FlowTable& t, uint64_t hash, uint64_t now_ns) {
+  return t.find_or_insert(hash, now_ns, init_with(hash));
+}
+
+// Live (published) tags in the table; fails the test on pending leftovers.
+std::multiset<uint64_t> live_tags(const FlowTable& t) {
+  std::multiset<uint64_t> tags;
+  for (size_t i = 0; i < t.slot_count(); ++i) {
+    const uint64_t tag = t.slot_at(i).tag.load();
+    EXPECT_EQ(tag & FlowTable::kPending, 0u) << "slot " << i << " left pending";
+    if (tag != FlowTable::kEmpty) tags.insert(tag);
+  }
+  return tags;
+}
+
+// n distinct hashes that all map to the same set as `seed_hash`.
+std::vector<uint64_t> same_set_hashes(const FlowTable& t, size_t n, uint64_t salt = 0) {
+  std::vector<uint64_t> out;
+  const size_t set = t.set_index(mix(salt));
+  for (uint64_t i = salt; out.size() < n; ++i)
+    if (t.set_index(mix(i)) == set) out.push_back(mix(i));
+  return out;
+}
+
+TEST(FlowTable, LayoutAndMemory) {
+  static_assert(sizeof(FlowSlot) == 32);
+  static_assert(offsetof(FlowSlot, state) % 16 == 0, "meters CAS state[] with cmpxchg16b");
+  for (uint64_t cap : {8ull, 100ull, 4096ull, 65536ull, 100'000ull, 1'000'000ull}) {
+    FlowTable t(cap, 60'000'000'000ull);
+    const double per_flow = double(t.memory_bytes()) / double(cap);
+    EXPECT_LE(per_flow, 64.0) << cap;
+    if (cap >= 4096) {  // 32 B/flow + a fixed header
+      EXPECT_LT(per_flow, 32.1) << cap;
+    }
+    EXPECT_GE(t.slot_count(), cap);
+    EXPECT_LT(t.slot_count(), cap + FlowTable::kWays);
+    EXPECT_EQ(t.capacity(), cap);
+  }
+  FlowTable t(4096, 1);
+  const auto base = reinterpret_cast<uintptr_t>(&t.slot_at(0));
+  EXPECT_EQ(base % 256, 0u) << "sets must be cache-line (and set) aligned";
+}
+
+TEST(FlowTable, InsertThenFind) {
+  FlowTable t(1024, 60 * 1000 * kTick);
+  auto a = put(t, 111, 0);
+  ASSERT_EQ(a.outcome, Outcome::created);
+  ASSERT_NE(a.slot, nullptr);
+  EXPECT_EQ(a.slot->state[0].load(), 111u);
+  EXPECT_EQ(a.slot->tag.load(), FlowTable::tag_of(111));
+
+  bool called = false;
+  auto b = t.find_or_insert(111, kTick, [&](FlowSlot&) { called = true; });
+  EXPECT_EQ(b.outcome, Outcome::found);
+  EXPECT_EQ(b.slot, a.slot);
+  EXPECT_FALSE(called) << "init only runs for a new flow";
+  EXPECT_EQ(b.slot->last_seen.load(), FlowTable::tick_of(kTick)) << "found touches last_seen";
+
+  auto c = put(t, 222, 0);
+  EXPECT_EQ(c.outcome, Outcome::created);
+  EXPECT_NE(c.slot, a.slot);
+  EXPECT_EQ(t.active(), 2u);
+  EXPECT_EQ(t.find(111), a.slot);
+  EXPECT_EQ(t.find(333), nullptr);
+}
+
+TEST(FlowTable, ReservedTagValuesAreRemapped) {
+  FlowTable t(64, kNever);
+  // 0 would read as "empty" and bit 63 as "pending": the fingerprint drops bit 63 and maps 0 to 1.
+  EXPECT_EQ(FlowTable::tag_of(0), 1u);
+  EXPECT_EQ(FlowTable::tag_of(FlowTable::kPending), 1u);
+  EXPECT_EQ(FlowTable::tag_of(FlowTable::kPending | 5), 5u);
+  auto a = put(t, 0, 0);
+  EXPECT_EQ(a.outcome, Outcome::created);
+  EXPECT_EQ(put(t, 0, 0).slot, a.slot);
+  auto b = put(t, 1ull << 63, 0);  // same fingerprint as 0: same flow (documented)
+  EXPECT_EQ(b.outcome, Outcome::found);
+  EXPECT_EQ(t.active(), 1u);
+}
+
+TEST(FlowTable, CapacityExactlyEnforced) {
+  // 10 flows in 2 sets (16 slots): the 11th new flow finds free slots but no capacity, and
+  // every live flow is recent, so it gets no slot.
+  FlowTable t(10, kNever, 1000 * kTick);
+  std::set<FlowSlot*> slots;
+  uint64_t created = 0, refused = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    auto r = put(t, mix(i), 0);
+    if (r.outcome == Outcome::created) {
+      ++created;
+      slots.insert(r.slot);
+    } else {
+      ASSERT_EQ(r.outcome, Outcome::no_slot);
+      ASSERT_EQ(r.slot, nullptr);
+      ++refused;
+    }
+    ASSERT_LE(t.active(), 10u);
+  }
+  EXPECT_EQ(created, 10u);
+  EXPECT_EQ(slots.size(), 10u);
+  EXPECT_EQ(t.active(), 10u);
+  EXPECT_EQ(t.evicted(), 0u);
+  EXPECT_EQ(live_tags(t).size(), 10u);
+}
+
+TEST(FlowTable, AtCapacityEvictsLruOfTheSetWhenIdleEnough) {
+  // Capacity 8, one set: when full, a new flow replaces the least recently used one.
+  FlowTable t(8, kNever, 2 * kTick);
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_EQ(put(t, 100 + i, i * 10 * kTick).outcome, Outcome::created);
+  // Touch everything except flow 103 later on, so 103 becomes the LRU.
+  for (uint64_t i = 0; i < 8; ++i)
+    if (i != 3) {
+      ASSERT_EQ(put(t, 100 + i, 100 * kTick).outcome, Outcome::found);
+    }
+  FlowSlot* lru_slot = const_cast<FlowSlot*>(t.find(103));
+  ASSERT_NE(lru_slot, nullptr);
+
+  auto r = put(t, 999, 110 * kTick);
+  EXPECT_EQ(r.outcome, Outcome::evicted);
+  EXPECT_EQ(r.slot, lru_slot) << "victim must be the least recently used slot";
+  EXPECT_EQ(r.slot->state[0].load(), 999u) << "init ran for the new flow";
+  EXPECT_EQ(t.find(103), nullptr);
+  EXPECT_EQ(t.evicted(), 1u);
+  EXPECT_EQ(t.active(), 8u);
+
+  // Next LRU: flows 100..107 except 103 were all touched at tick 100; 999 at 110. Touch all but 105.
+  for (uint64_t h : {100, 101, 102, 104, 106, 107, 999}) put(t, h, 120 * kTick);
+  auto r2 = put(t, 998, 130 * kTick);
+  EXPECT_EQ(r2.outcome, Outcome::evicted);
+  EXPECT_EQ(t.find(105), nullptr);
+  EXPECT_EQ(t.evicted(), 2u);
+}
+
+TEST(FlowTable, SetFullEvictsEvenBelowCapacity) {
+  FlowTable t(4096, kNever, 0);
+  auto hs = same_set_hashes(t, 9);
+  for (size_t i = 0; i < 8; ++i) ASSERT_EQ(put(t, hs[i], i * kTick).outcome, Outcome::created);
+  auto r = put(t, hs[8], 20 * kTick);
+  EXPECT_EQ(r.outcome, Outcome::evicted);
+  EXPECT_EQ(t.find(hs[0]), nullptr) << "hs[0] was the LRU of the set";
+  EXPECT_EQ(t.active(), 8u);
+}
+
+TEST(FlowTable, MinEvictIdleProtectsActiveFlows) {
+  const uint64_t min_idle = 5 * kTick;
+  FlowTable t(8, kNever, min_idle);
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_EQ(put(t, 100 + i, 0).outcome, Outcome::created);
+  // Idle for exactly min_idle: not yet *certainly* idle that long at tick granularity.
+  EXPECT_EQ(put(t, 999, min_idle).outcome, Outcome::no_slot);
+  EXPECT_EQ(put(t, 999, min_idle + kTick / 2).outcome, Outcome::no_slot);
+  EXPECT_EQ(t.evicted(), 0u);
+  EXPECT_EQ(t.active(), 8u);
+  EXPECT_EQ(t.find(999), nullptr);
+  // Idle for min_idle plus a tick: certainly idle long enough.
+  auto r = put(t, 999, min_idle + kTick);
+  EXPECT_EQ(r.outcome, Outcome::evicted);
+  EXPECT_EQ(t.evicted(), 1u);
+  // A flood of new flows at one instant cannot push out the flows just touched.
+  for (uint64_t i = 0; i < 8; ++i) put(t, 100 + i, 100 * kTick);
+  put(t, 999, 100 * kTick);
+  for (uint64_t i = 0; i < 1000; ++i) EXPECT_EQ(put(t, mix(i), 100 * kTick).outcome, Outcome::no_slot);
+}
+
+TEST(FlowTable, ZeroMinEvictIdleEvictsAtOnce) {
+  FlowTable t(8, kNever, 0);
+  for (uint64_t i = 0; i < 8; ++i) put(t, 100 + i, 0);
+  EXPECT_EQ(put(t, 999, 0).outcome, Outcome::evicted);
+}
+
+TEST(FlowTable, LazyExpiryReusesIdleSlotWithoutEvicting) {
+  const uint64_t timeout = 10 * kTick;
+  FlowTable t(8, timeout, 1000 * kTick);  // eviction effectively off
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_EQ(put(t, 100 + i, 0).outcome, Outcome::created);
+  for (uint64_t i = 1; i < 8; ++i) put(t, 100 + i, 5 * kTick);  // 100 stays idle since 0
+  EXPECT_EQ(put(t, 999, timeout).outcome, Outcome::no_slot) << "not certainly idle yet";
+  auto r = put(t, 999, timeout + kTick);
+  EXPECT_EQ(r.outcome, Outcome::created) << "an expired flow's slot counts as free";
+  EXPECT_EQ(t.find(100), nullptr);
+  EXPECT_EQ(t.evicted(), 0u);
+  EXPECT_EQ(t.active(), 8u);
+  // An expired flow that comes back is found (until its slot is reused or swept)...
+  FlowTable u(64, timeout);
+  auto a = put(u, 5, 0);
+  // ...and once swept it is a new flow with fresh state.
+  EXPECT_EQ(u.expire(100 * kTick, u.slot_count()), 1u);
+  auto b = put(u, 5, 100 * kTick);
+  EXPECT_EQ(b.outcome, Outcome::created);
+  (void)a;
+}
+
+TEST(FlowTable, ExpireSweepsIdleFlows) {
+  const uint64_t timeout = 10 * kTick;
+  FlowTable t(8192, timeout);  // roomy: no set overflows with 300 flows
+  for (uint64_t i = 0; i < 300; ++i) ASSERT_EQ(put(t, mix(i), 0).outcome, Outcome::created);
+  for (uint64_t i = 0; i < 100; ++i) put(t, mix(i), 8 * kTick);  // first 100 stay fresh
+  EXPECT_EQ(t.active(), 300u);
+  EXPECT_EQ(t.expire(5 * kTick, t.slot_count()), 0u) << "nothing idle long enough yet";
+  EXPECT_EQ(t.expire(timeout + kTick, t.slot_count()), 200u);
+  EXPECT_EQ(t.active(), 100u);
+  EXPECT_EQ(live_tags(t).size(), 100u);
+  for (uint64_t i = 0; i < 100; ++i) EXPECT_NE(t.find(mix(i)), nullptr);
+  for (uint64_t i = 100; i < 300; ++i) EXPECT_EQ(t.find(mix(i)), nullptr);
+  EXPECT_EQ(t.expire(8 * kTick + timeout + kTick, t.slot_count()), 100u);
+  EXPECT_EQ(t.active(), 0u);
+}
+
+TEST(FlowTable, ExpireIsBoundedAndResumesFromCursor) {
+  const uint64_t timeout = 10 * kTick;
+  FlowTable t(1024, timeout);
+  const size_t n = t.slot_count();
+  ASSERT_EQ(n, 1024u);
+  // Fill every slot of the table (any order), all idle since 0.
+  uint64_t live = 0;
+  for (uint64_t i = 0; live < 700; ++i)
+    if (put(t, mix(i), 0).outcome == Outcome::created) ++live;
+  ASSERT_EQ(t.active(), 700u);
+  // Count live slots per range [a, b) to know what each bounded call should free.
+  auto live_in = [&](size_t a, size_t b) {
+    size_t c = 0;
+    for (size_t i = a; i < b; ++i) c += t.slot_at(i).tag.load() != FlowTable::kEmpty;
+    return c;
+  };
+  const uint64_t now = 100 * kTick;
+  const size_t expect1 = live_in(0, 100);
+  EXPECT_EQ(t.expire(now, 100), expect1);
+  EXPECT_EQ(live_in(0, 100), 0u);
+  EXPECT_EQ(t.active(), 700u - expect1);
+  const size_t expect2 = live_in(100, 400);
+  EXPECT_EQ(t.expire(now, 300), expect2) << "second call resumes at slot 100";
+  EXPECT_EQ(live_in(0, 400), 0u);
+  const size_t rest = live_in(400, n);
+  EXPECT_EQ(rest, t.active());
+  EXPECT_EQ(t.expire(now, 5 * n), rest) << "a large budget is one pass (wrapping)";
+  EXPECT_EQ(t.active(), 0u);
+  EXPECT_EQ(t.expire(now, 0), 0u);
+}
+
+TEST(FlowTable, ClockSteppingBackIsNotIdleness) {
+  FlowTable t(8, 10 * kTick, 0);
+  for (uint64_t i = 0; i < 8; ++i) put(t, 100 + i, 1000 * kTick);
+  // Time goes back: last_seen is "in the future", so nothing is idle, nothing expires.
+  EXPECT_EQ(t.expire(500 * kTick, t.slot_count()), 0u);
+  EXPECT_EQ(t.active(), 8u);
+}
+
+TEST(FlowTable, TickWrapIsHandled) {
+  // last_seen is a 32-bit tick: crossing 2^32 ticks must look like 1 tick of idleness, not -2^32.
+  const uint64_t wrap_ns = (uint64_t{1} << 32) * kTick;
+  FlowTable t(8, 10 * kTick, 0);
+  put(t, 7, wrap_ns - kTick);
+  EXPECT_EQ(t.expire(wrap_ns + 2 * kTick, 8), 0u);
+  EXPECT_EQ(t.active(), 1u);
+  EXPECT_EQ(t.expire(wrap_ns + 20 * kTick, 8), 1u);
+}
+
+TEST(FlowTable, FloodOfDistinctFlowsKeepsMemoryFixed) {
+  FlowTable t(4096, 60'000'000'000ull);  // default min_evict_idle = 1 ms
+  const size_t mem = t.memory_bytes();
+  uint64_t created = 0, evicted = 0, refused = 0;
+  uint64_t now = 0;
+  for (uint64_t i = 0; i < 1'000'000; ++i) {
+    if (i % 1000 == 0) now += kTick;  // ~1000 new flows per ms
+    switch (put(t, mix(i), now).outcome) {
+      case Outcome::created: ++created; break;
+      case Outcome::evicted: ++evicted; break;
+      case Outcome::no_slot: ++refused; break;
+      case Outcome::found: break;
+    }
+    if (i % 4096 == 0) {
+      ASSERT_LE(t.active(), 4096u);
+    }
+  }
+  EXPECT_EQ(t.memory_bytes(), mem);
+  EXPECT_LE(t.active(), 4096u);
+  EXPECT_EQ(t.evicted(), evicted);
+  EXPECT_GT(evicted, 0u);
+  EXPECT_GT(refused, 0u) << "flows younger than min_evict_idle are protected";
+  EXPECT_EQ(created + evicted + refused, 1'000'000u);
+  EXPECT_EQ(live_tags(t).size(), t.active());
+  EXPECT_LE(double(t.memory_bytes()) / 4096.0, 64.0);
+}
+
+TEST(FlowTable, ZeroCapacityAdmitsNoFlow) {
+  FlowTable t(0, kNever, 0);
+  EXPECT_EQ(put(t, 1, 0).outcome, Outcome::no_slot);
+  EXPECT_EQ(t.active(), 0u);
+}
+
+TEST(FlowTable, InitExceptionUndoesClaim) {
+  FlowTable t(8, kNever);
+  EXPECT_THROW(t.find_or_insert(5, 0, [](FlowSlot&) { throw 42; }), int);
+  EXPECT_EQ(t.active(), 0u);
+  EXPECT_TRUE(live_tags(t).empty());
+  EXPECT_EQ(put(t, 5, 0).outcome, Outcome::created);
+}
+
+// ---- concurrency ------------------------------------------------------------------------
+
+// Start all threads at once so their inserts of the same new hashes actually overlap.
+class StartLine {
+ public:
+  explicit StartLine(int n) : waiting_(n) {}
+  void arrive_and_wait() {
+    waiting_.fetch_sub(1);
+    while (waiting_.load() > 0) std::this_thread::yield();
+  }
+
+ private:
+  std::atomic<int> waiting_;
+};
+
+void check_consistent(const FlowTable& t) {
+  const auto tags = live_tags(t);
+  const std::set<uint64_t> distinct(tags.begin(), tags.end());
+  EXPECT_EQ(distinct.size(), tags.size()) << "duplicate tags in the table";
+  EXPECT_EQ(t.active(), tags.size());
+  EXPECT_LE(t.active(), t.capacity());
+  // Every slot's state was written by init for the flow that owns it.
+  for (size_t i = 0; i < t.slot_count(); ++i) {
+    const FlowSlot& s = t.slot_at(i);
+    const uint64_t tag = s.tag.load();
+    if (tag == FlowTable::kEmpty) continue;
+    EXPECT_EQ(FlowTable::tag_of(s.state[0].load()), tag);
+    EXPECT_EQ(s.state[1].load(), ~s.state[0].load());
+  }
+}
+
+TEST(FlowTableConcurrency, SameNewFlowsFromAllThreadsShareOneSlot) {
+  // Plenty of room, no expiry, no eviction: every thread inserts the same hashes in the same
+  // order, so most inserts race another thread's insert of the same new flow.
+  for (int threads : {2, 3, 4}) {
+    FlowTable t(1 << 16, kNever, ~0ull >> 1);
+    constexpr uint64_t kFlows = 20'000;
+    std::vector<std::vector<FlowSlot*>> got(threads, std::vector<FlowSlot*>(kFlows));
+    std::atomic<uint64_t> creates{0};
+    StartLine start(threads);
+    std::vector<std::thread> pool;
+    for (int th = 0; th < threads; ++th) {
+      pool.emplace_back([&, th] {
+        start.arrive_and_wait();
+        for (uint64_t i = 0; i < kFlows; ++i) {
+          auto r = put(t, mix(i), 0);
+          if (r.outcome == Outcome::created) creates.fetch_add(1);
+          got[th][i] = r.slot;  // nullptr on no_slot (only if a peer stalled mid-claim)
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    check_consistent(t);
+    EXPECT_EQ(creates.load(), t.active());
+    uint64_t present = 0;
+    for (uint64_t i = 0; i < kFlows; ++i) {
+      const FlowSlot* s = t.find(mix(i));
+      present += s != nullptr;
+      for (int th = 0; th < threads; ++th)
+        if (got[th][i]) {
+          EXPECT_EQ(got[th][i], s) << "threads disagree on flow " << i;
+        }
+    }
+    EXPECT_EQ(present, t.active());
+    EXPECT_GE(present, kFlows * 99 / 100) << "no_slot only when a peer was preempted mid-claim";
+  }
+}
+
+// Spin barrier (yielding: the tests run more threads than cores).
+class Barrier {
+ public:
+  explicit Barrier(int n) : n_(n) {}
+  void wait() {
+    const uint64_t gen = gen_.load();
+    if (arrived_.fetch_add(1) + 1 == n_) {
+      arrived_.store(0);
+      gen_.fetch_add(1);
+      return;
+    }
+    while (gen_.load() == gen) std::this_thread::yield();
+  }
+
+ private:
+  const int n_;
+  std::atomic<int> arrived_{0};
+  std::atomic<uint64_t> gen_{0};
+};
+
+TEST(FlowTableConcurrency, RacingClaimsOfOneNewFlowInAChurningSet) {
+  // The hard case for "no duplicates": threads insert the same new flow at the same moment but
+  // with different clocks (lcores read the clock per burst), so they disagree on which slot of
+  // the full set is expired or least recently used and claim *different* slots. Each round all
+  // threads insert the round's flow (plus a private one for churn); between rounds we check that
+  // the flow is in at most one slot and every thread that got a slot got that one.
+  for (int threads : {2, 3, 4}) {
+    FlowTable t(8, 8 * kTick, 0);  // a single set; expiry after ~9 ticks, eviction at once
+    constexpr int kRounds = 20000;
+    Barrier barrier(threads);
+    std::vector<FlowSlot*> got(threads);
+    int dup_rounds = 0, disagree_rounds = 0;  // written by thread 0 only
+    std::vector<std::thread> pool;
+    for (int th = 0; th < threads; ++th) {
+      pool.emplace_back([&, th] {
+        std::mt19937_64 rng(th * 7919 + threads);
+        for (int r = 0; r < kRounds; ++r) {
+          const uint64_t h = mix(uint64_t(r) << 8);
+          const uint64_t now = uint64_t(r) * kTick + uint64_t(th) * 3 * kTick + rng() % kTick;
+          const bool churn = r % 2 == 1;  // odd rounds: another flow's claim races ours
+          barrier.wait();
+          if (churn && th % 2 == 1) put(t, mix(uint64_t(r) << 8 | uint64_t(th + 1)), now);
+          got[th] = put(t, h, now).slot;
+          if (churn && th % 2 == 0) put(t, mix(uint64_t(r) << 8 | uint64_t(th + 1)), now);
+          barrier.wait();
+          if (th == 0) {
+            int copies = 0;
+            for (size_t i = 0; i < t.slot_count(); ++i) {
+              copies += t.slot_at(i).tag.load() == FlowTable::tag_of(h);
+            }
+            FlowSlot* const home = const_cast<FlowSlot*>(t.find(h));
+            bool agree = true;
+            for (FlowSlot* s : got) agree &= s == nullptr || s == home;
+            dup_rounds += copies > 1;
+            // With churn a peer may evict the flow right after it was created: only the
+            // quiet rounds can demand that all threads got the same slot.
+            disagree_rounds += !churn && !agree;
+          }
+          barrier.wait();
+          // Churn between rounds: a private flow per thread, at a skewed time.
+          put(t, mix(uint64_t(r) << 8 | uint64_t(th + 1)), now + rng() % (4 * kTick));
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    EXPECT_EQ(dup_rounds, 0) << threads << " threads: flow in two slots";
+    EXPECT_EQ(disagree_rounds, 0) << threads << " threads: threads got different slots";
+    check_consistent(t);
+  }
+}
+
+TEST(FlowTableConcurrency, OverlappingInsertsEvictionsAndExpiry) {
+  // A small, hot table: concurrent inserts of overlapping hash sets with eviction and expiry
+  // churning constantly, plus a thread sweeping. At the end: no duplicates, exact count.
+  for (int threads : {2, 4}) {
+    FlowTable t(64, 4 * kTick, 0);
+    StartLine start(threads + 1);
+    std::atomic<bool> done{false};
+    std::vector<std::thread> pool;
+    for (int th = 0; th < threads; ++th) {
+      pool.emplace_back([&, th] {
+        std::mt19937_64 rng(th);
+        start.arrive_and_wait();
+        for (uint64_t i = 0; i < 200'000; ++i) {
+          const uint64_t h = mix(rng() % 300);  // overlapping across threads
+          const uint64_t now = (i / 500) * kTick;
+          auto r = put(t, h, now);
+          if (r.slot) {
+            ASSERT_NE(r.outcome, Outcome::no_slot);
+          }
+          ASSERT_LE(t.active(), 64u);
+        }
+      });
+    }
+    std::thread sweeper([&] {
+      start.arrive_and_wait();
+      uint64_t k = 0;
+      while (!done.load()) t.expire((k++ / 50) * kTick, 16);
+    });
+    for (auto& th : pool) th.join();
+    done = true;
+    sweeper.join();
+    check_consistent(t);
+    EXPECT_GT(t.evicted(), 0u);
+  }
+}
+
+TEST(FlowTableConcurrency, ConcurrentCapacityIsExact) {
+  // Many sets, tiny capacity, distinct hashes per thread: exactly `capacity` flows get in.
+  FlowTable t(100, kNever, ~0ull >> 1);
+  StartLine start(4);
+  std::atomic<uint64_t> created{0};
+  std::vector<std::thread> pool;
+  for (int th = 0; th < 4; ++th) {
+    pool.emplace_back([&, th] {
+      start.arrive_and_wait();
+      for (uint64_t i = 0; i < 5000; ++i)
+        if (put(t, mix(uint64_t(th) << 32 | i), 0).outcome == Outcome::created) created.fetch_add(1);
+    });
+  }
+  for (auto& th : pool) th.join();
+  check_consistent(t);
+  EXPECT_EQ(created.load(), t.active());
+  // 104 slots, capacity 100, every set offered far more than 8 flows: exactly 100 get in.
+  EXPECT_EQ(t.active(), 100u);
+}
+
+}  // namespace
+}  // namespace sluice
