@@ -151,7 +151,7 @@ Result<sl_window_profile> make_window_profile(uint64_t window_ns, uint64_t limit
   uint64_t field_max = sliding ? SL_SW_COUNT_MASK : SL_FW_COUNT_MASK;
   sl_window_profile w{};
   w.window_ns = window_ns;
-  w.unit_cost = limit <= field_max ? 1 : (limit + field_max - 1) / field_max;
+  w.unit_cost = limit <= field_max ? 1 : (limit - 1) / field_max + 1;  // ceil, overflow-free
   w.limit_units = limit / w.unit_cost;
   return w;
 }

@@ -75,6 +75,15 @@ TEST(LimiterProfile, ChecksEveryAlgorithmOfARule) {
   EXPECT_TRUE(check_rule_limits(r).ok());
 }
 
+TEST(LimiterProfile, HugeWindowLimitsAreScaledNotCrashed) {
+  for (bool sliding : {false, true}) {
+    auto w = make_window_profile(kSec, UINT64_MAX, sliding);
+    ASSERT_TRUE(w.ok());
+    EXPECT_GT(w->unit_cost, 1u);
+    EXPECT_LE(w->limit_units, sliding ? SL_SW_COUNT_MASK : SL_FW_COUNT_MASK);
+  }
+}
+
 TEST(Limiters, RefusalDoesNotWriteTheWord) {
   auto p = make_rate_profile(pps(10), 1);
   ASSERT_TRUE(p.ok());

@@ -1,0 +1,80 @@
+// Internal to the rules loader (rules_loader.hpp is the public interface). YAML maps -> fields
+// -> values, with every failure as "FILE:LINE: message"; and parse_rule, which turns one rule
+// map into a Rule by way of a field table (rules_fields.cpp).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "result.hpp"
+#include "rules.hpp"
+#include "rules_values.hpp"
+
+namespace sluice::rules_internal {
+
+inline int line_of(const YAML::Node& n) { return n.Mark().line + 1; }
+
+// Formats "FILE:LINE: message" for one file; a line below 1 (no position known) reads 1.
+class Messages {
+ public:
+  explicit Messages(std::string file) : file_(std::move(file)) {}
+  Error at(int line, const std::string& msg) const {
+    return make_error(file_ + ":" + std::to_string(line < 1 ? 1 : line) + ": " + msg);
+  }
+
+ private:
+  std::string file_;
+};
+
+struct Field {
+  std::string key;
+  YAML::Node value;
+  int line;  // of the key: a missing value has no position of its own
+};
+
+using Fields = std::vector<Field>;
+
+const Field* find_field(const Fields& fields, std::string_view key);
+
+// Lists a map's fields, rejecting duplicates and names outside `allowed`. `where` names the
+// map in messages ("rule \"dns\"", "rule \"dns\" match").
+Result<Fields> collect_fields(const Messages& msg, const YAML::Node& map,
+                              const std::vector<std::string_view>& allowed,
+                              const std::string& where);
+
+// collect_fields for a field whose value must itself be a map; `outer` names the map that
+// holds `f`, `where` the map `f` holds.
+Result<Fields> collect_map_fields(const Messages& msg, const Field& f, const std::string& outer,
+                                  const std::vector<std::string_view>& allowed,
+                                  const std::string& where);
+
+// The field's value as text; a null, map or list value is an error.
+Result<std::string> scalar_of(const Messages& msg, const Field& f, const std::string& where);
+
+// Reads a scalar field with `parse(text, &value, &why)`; a failure reads
+// `WHERE: KEY "TEXT": WHY`.
+template <class T, class Parse>
+Result<T> parse_field(const Messages& msg, const Field& f, const std::string& where, Parse parse) {
+  Result<std::string> text = scalar_of(msg, f, where);
+  if (!text) return text.error();
+  T value{};
+  std::string why;
+  if (!parse(*text, &value, &why))
+    return msg.at(f.line, where + ": " + f.key + " " + quoted(*text) + ": " + why);
+  return value;
+}
+
+// One rule map -> Rule (everything but parent_index), with the limits of check_rule_limits
+// checked. Checks that need other rules (names, parents) are the caller's.
+struct ParsedRule {
+  Rule rule;
+  int parent_line = 0;  // of the "parent" field, when there is one
+};
+Result<ParsedRule> parse_rule(const Messages& msg, const YAML::Node& node, size_t index);
+
+}  // namespace sluice::rules_internal

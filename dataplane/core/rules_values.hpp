@@ -1,0 +1,52 @@
+// Internal to the rules loader (rules_loader.hpp is the public interface). The spelling of
+// each value a rules file holds: text -> value parsers that give a reason on failure (no YAML,
+// no line numbers), and the value -> text names for the ones that have a name table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "rules.hpp"
+
+namespace sluice::rules_internal {
+
+std::string quoted(std::string_view s);                        // "\"s\""
+std::string join(const std::vector<std::string_view>& words);  // "a, b, c"
+
+// Decimal digits only: no sign, no hex, no spaces, so "0x10" or "+5" are rejected.
+bool parse_uint(std::string_view s, uint64_t max, uint64_t* out);
+
+// A whole number in [lo, hi], with the range in the reason.
+bool parse_ranged(std::string_view s, uint64_t lo, uint64_t hi, uint64_t* out, std::string* why);
+
+// parse_ranged as a parser for any integer type (the caller's range must fit it).
+inline auto in_range(uint64_t lo, uint64_t hi) {
+  return [lo, hi](std::string_view s, auto* out, std::string* why) {
+    uint64_t v = 0;
+    if (!parse_ranged(s, lo, hi, &v, why)) return false;
+    *out = std::remove_pointer_t<decltype(out)>(v);
+    return true;
+  };
+}
+
+bool parse_algorithm(std::string_view s, Algorithm* out);
+bool parse_key(std::string_view s, KeyMode* mode, uint8_t* prefix_len, std::string* why);
+bool parse_proto(std::string_view s, uint8_t* out, std::string* why);
+bool parse_port_range(std::string_view s, PortRange* out, std::string* why);
+bool parse_dscp(std::string_view s, uint8_t* out, std::string* why);
+bool parse_action(std::string_view s, Action* out, std::string* why);
+bool parse_cidr(std::string_view s, Cidr* out, std::string* why);
+
+// Port protocols: the only ones whose ports the classifier reads.
+bool has_ports(uint8_t proto);
+
+// [A-Za-z0-9_.-]{1,63}: names appear in counters, metrics labels and CLI arguments.
+bool valid_name(std::string_view s);
+
+std::string proto_name(uint8_t proto);         // "udp", or the number
+std::string format_ports(const PortRange& r);  // "53", "1024-65535"
+
+}  // namespace sluice::rules_internal

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The newcomer's test command: installs what is missing, builds, and runs every test:
+#   1. the normal build: unit, end-to-end and integration suites;
+#   2. the core and replay tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   3. the concurrency tests under ThreadSanitizer.
+# Ends with meson's summaries and one plain line "N passed, N failed[, N skipped]".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup-deps.sh || { echo "setup-deps failed"; echo "0 passed, 1 failed"; exit 1; }
+
+passed=0 failed=0 skipped=0
+summaries=()
+
+# setup_build DIR [meson options...]: configures DIR once (reconfigures if options change).
+setup_build() {
+  local dir=$1
+  shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson configure "$dir" "$@" >/dev/null
+  else
+    meson setup "$dir" "$@" >/dev/null
+  fi
+}
+
+# run_tests LABEL DIR [meson test args...]: runs meson test and adds its counts.
+run_tests() {
+  local label=$1 dir=$2
+  shift 2
+  local log
+  log=$(mktemp)
+  echo "=== $label ==="
+  meson test -C "$dir" --print-errorlogs "$@" 2>&1 | tee "$log"
+  local ok fail timeout skip
+  ok=$(awk '/^Ok:/ {print $2}' "$log" | tail -1)
+  fail=$(awk '/^Fail:/ {print $2}' "$log" | tail -1)
+  timeout=$(awk '/^Timeout:/ {print $2}' "$log" | tail -1)
+  skip=$(awk '/^Skipped:/ {print $2}' "$log" | tail -1)
+  if [ -z "$ok" ]; then  # meson did not get to run the tests at all
+    fail=1 ok=0 timeout=0 skip=0
+  fi
+  passed=$((passed + ok))
+  failed=$((failed + fail + timeout))
+  skipped=$((skipped + skip))
+  summaries+=("$label: $ok passed, $((fail + timeout)) failed, $skip skipped")
+  rm -f "$log"
+}
+
+build() {
+  local label=$1 dir=$2
+  echo "=== build: $label ==="
+  if ! ninja -C "$dir"; then
+    failed=$((failed + 1))
+    summaries+=("$label: BUILD FAILED")
+    return 1
+  fi
+}
+
+setup_build build --buildtype=debugoptimized
+build normal build && run_tests "normal build" build
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+setup_build build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+  -Ddpdk=disabled
+build "ASan+UBSan" build-asan && run_tests "ASan+UBSan" build-asan --suite unit --suite e2e \
+  --timeout-multiplier 4
+
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+setup_build build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \
+  -Ddpdk=disabled
+# TSan's shadow memory needs a fixed layout: run without address-space randomisation.
+build "TSan" build-tsan && run_tests "TSan" build-tsan --timeout-multiplier 4 \
+  --wrapper "setarch $(uname -m) -R" limiter_concurrency flow_table pipeline
+
+echo
+echo "=== summary ==="
+for s in "${summaries[@]}"; do echo "$s"; done
+if ((skipped > 0)); then
+  echo "$passed passed, $failed failed, $skipped skipped"
+else
+  echo "$passed passed, $failed failed"
+fi
+((failed == 0))
