@@ -1,1 +1,122 @@
-// placeholder
+#include "pcap_io.hpp"
+
+#include <pcap/pcap.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace sluice {
+
+namespace {
+
+constexpr uint64_t kNsPerSec = 1000000000ull;
+
+Error file_error(const std::string& path, const std::string& what) {
+  return make_error(path + ": " + what);
+}
+
+// Turns libpcap's open error into what the user needs to hear. libpcap prefixes some
+// messages with the path (ours already does), and says "unknown file format" for anything
+// that is neither pcap nor pcapng.
+std::string describe_open_failure(const std::string& path, const char* errbuf) {
+  std::string e = errbuf;
+  if (e.compare(0, path.size() + 2, path + ": ") == 0) e.erase(0, path.size() + 2);
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+    return "empty file, not a pcap or pcapng capture";
+  if (e.find("unknown file format") != std::string::npos ||
+      e.find("bad dump file format") != std::string::npos)
+    return "not a pcap or pcapng file (" + e + ")";
+  if (e.empty()) return "cannot open capture file";
+  return e;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- reader
+
+Result<std::unique_ptr<PcapReader>> PcapReader::open(const std::string& path) {
+  char errbuf[PCAP_ERRBUF_SIZE] = {};
+  // Asking for nanosecond precision makes libpcap scale microsecond files up, so ts.tv_usec
+  // always holds nanoseconds whatever the file's own resolution.
+  pcap_t* h =
+      pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, errbuf);
+  if (h == nullptr) return file_error(path, describe_open_failure(path, errbuf));
+  int link = pcap_datalink(h);
+  if (link != DLT_EN10MB) {
+    const char* name = pcap_datalink_val_to_name(link);
+    pcap_close(h);
+    return file_error(path, "link type " + std::to_string(link) + " (" +
+                                (name ? name : "unknown") +
+                                ") is not supported; only Ethernet (EN10MB) captures are");
+  }
+  return std::unique_ptr<PcapReader>(new PcapReader(path, h));
+}
+
+PcapReader::~PcapReader() {
+  if (handle_ != nullptr) pcap_close(handle_);
+}
+
+Result<bool> PcapReader::next(PcapPacket* out) {
+  pcap_pkthdr* hdr = nullptr;
+  const u_char* bytes = nullptr;
+  int rc = pcap_next_ex(handle_, &hdr, &bytes);
+  if (rc == PCAP_ERROR_BREAK) return false;  // end of file
+  if (rc != 1) {
+    return file_error(path_, "record " + std::to_string(records_ + 1) + ": " +
+                                 (rc == PCAP_ERROR ? pcap_geterr(handle_) : "read failed"));
+  }
+  ++records_;
+  out->ts_ns = uint64_t(hdr->ts.tv_sec) * kNsPerSec + uint64_t(hdr->ts.tv_usec);
+  out->wire_len = hdr->len;
+  out->data.assign(bytes, bytes + hdr->caplen);
+  return true;
+}
+
+// ---------------------------------------------------------------- writer
+
+Result<std::unique_ptr<PcapWriter>> PcapWriter::create(const std::string& path) {
+  pcap_t* dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, int(kSnapLen),
+                                                      PCAP_TSTAMP_PRECISION_NANO);
+  if (dead == nullptr) return file_error(path, "cannot set up a pcap writer");
+  pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
+  if (d == nullptr) {
+    std::string why = pcap_geterr(dead);
+    pcap_close(dead);
+    if (why.compare(0, path.size() + 2, path + ": ") == 0) why.erase(0, path.size() + 2);
+    return file_error(path, "cannot create: " + why);
+  }
+  return std::unique_ptr<PcapWriter>(new PcapWriter(path, dead, d));
+}
+
+PcapWriter::~PcapWriter() {
+  if (dumper_ != nullptr) pcap_dump_close(dumper_);
+  if (dead_ != nullptr) pcap_close(dead_);
+}
+
+Status PcapWriter::write(uint64_t ts_ns, const uint8_t* data, uint32_t len, uint32_t wire_len) {
+  if (dumper_ == nullptr) return file_error(path_, "write after close");
+  pcap_pkthdr hdr{};
+  hdr.ts.tv_sec = time_t(ts_ns / kNsPerSec);
+  hdr.ts.tv_usec = suseconds_t(ts_ns % kNsPerSec);  // nanoseconds: the file says so
+  hdr.caplen = len;
+  hdr.len = wire_len == 0 ? len : wire_len;
+  pcap_dump(reinterpret_cast<u_char*>(dumper_), &hdr, data);
+  ++records_;
+  return Ok{};
+}
+
+Status PcapWriter::close() {
+  if (dumper_ == nullptr) return Ok{};
+  FILE* f = pcap_dump_file(dumper_);
+  bool failed = pcap_dump_flush(dumper_) != 0 || std::ferror(f) != 0;
+  int saved_errno = errno;
+  pcap_dump_close(dumper_);  // fclose()s the file
+  dumper_ = nullptr;
+  if (failed) return file_error(path_, std::string("write failed: ") + std::strerror(saved_errno));
+  return Ok{};
+}
+
+}  // namespace sluice

@@ -1,1 +1,166 @@
-// placeholder
+#include "replay.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "counters_json.hpp"
+#include "departure_queue.hpp"
+#include "output_file.hpp"
+#include "pcap_io.hpp"
+#include "pipeline.hpp"
+#include "rules_loader.hpp"
+
+namespace sluice {
+
+namespace {
+
+// Everything one run needs, set up before the first packet so that bad input is reported
+// before any output file exists.
+struct ReplayInputs {
+  std::unique_ptr<Pipeline> pipeline;
+  std::unique_ptr<PcapReader> reader;
+};
+
+Result<ReplayInputs> open_inputs(const ReplayOptions& opts) {
+  Result<RuleSet> rules = load_rules_file(opts.config_path);
+  if (!rules) return rules.error();
+  PipelineOptions popts;
+  popts.hash_seed = opts.hash_seed;
+  auto pipeline = Pipeline::create(std::move(rules).value(), popts);
+  if (!pipeline) return make_error(opts.config_path + ": " + pipeline.error().message);
+  auto reader = PcapReader::open(opts.in_path);
+  if (!reader) return reader.error();
+  return ReplayInputs{std::move(pipeline).value(), std::move(reader).value()};
+}
+
+// The packet loop: reads, processes, and writes in departure order.
+class ReplayRun {
+ public:
+  ReplayRun(Pipeline& pipeline, PcapReader& reader, PcapWriter& writer, size_t expire_budget)
+      : pipeline_(pipeline),
+        reader_(reader),
+        writer_(writer),
+        counters_(pipeline.make_counters()),
+        queue_(pipeline.max_delay_ns()),
+        expire_budget_(expire_budget) {}
+
+  // Errors: a malformed capture (bad input) or a write failure (runtime).
+  Status run(ReplayFailure* failure) {
+    PcapPacket pkt;
+    for (;;) {
+      Result<bool> more = reader_.next(&pkt);
+      if (!more) {
+        *failure = ReplayFailure::bad_input;
+        return more.error();
+      }
+      if (!more.value()) break;
+      if (Status s = handle(pkt); !s) {
+        *failure = ReplayFailure::runtime;
+        return s;
+      }
+    }
+    queue_.release_all([&](uint64_t depart_ns, HeldPacket&& p) { emit(depart_ns, p); });
+    if (!write_status_) *failure = ReplayFailure::runtime;
+    return write_status_;
+  }
+
+  ReplaySummary summary() const {
+    ReplaySummary s = summary_;
+    s.counters = pipeline_.snapshot({&counters_});
+    if (s.counters.ports.empty()) {
+      // Replay has one notional port 0: what was read and what was written.
+      PortSnapshot port;
+      port.rx_packets = s.packets_in;
+      port.rx_bytes = rx_bytes_;
+      port.tx_packets = s.packets_out;
+      port.tx_bytes = tx_bytes_;
+      s.counters.ports.push_back(port);
+    }
+    return s;
+  }
+
+ private:
+  Status handle(PcapPacket& pkt) {
+    const uint64_t now_ns = pkt.ts_ns;
+    // Everything due by now leaves before this packet is even looked at.
+    queue_.release(now_ns, [&](uint64_t depart_ns, HeldPacket&& p) { emit(depart_ns, p); });
+    pipeline_.expire_idle(now_ns, expire_budget_);
+
+    ++summary_.packets_in;
+    rx_bytes_ += pkt.data.size();
+    // Captured bytes only: a snapped record is processed as the truncated frame it is.
+    Verdict v = pipeline_.process(pkt.data.data(), uint32_t(pkt.data.size()), /*port=*/0,
+                                  now_ns, counters_);
+    if (v.kind == Verdict::Kind::drop) {
+      ++summary_.packets_dropped;
+    } else if (v.depart_ns > now_ns) {
+      ++summary_.packets_delayed;
+      queue_.hold(v.depart_ns, HeldPacket{seq_, pkt.wire_len, std::move(pkt.data)});
+    } else {
+      HeldPacket now{seq_, pkt.wire_len, std::move(pkt.data)};
+      emit(now_ns, now);
+    }
+    ++seq_;
+    return write_status_;
+  }
+
+  // Writes one departing packet (bytes as process() left them, e.g. DSCP re-marked).
+  void emit(uint64_t ts_ns, const HeldPacket& p) {
+    if (!write_status_) return;  // the first write error is the one reported
+    write_status_ = writer_.write(ts_ns, p.frame.data(), uint32_t(p.frame.size()),
+                                  std::max<uint32_t>(p.wire_len, uint32_t(p.frame.size())));
+    ++summary_.packets_out;
+    tx_bytes_ += p.frame.size();
+  }
+
+  Pipeline& pipeline_;
+  PcapReader& reader_;
+  PcapWriter& writer_;
+  WorkerCounters counters_;
+  DepartureQueue queue_;
+  size_t expire_budget_;
+  uint64_t seq_ = 0;
+  uint64_t rx_bytes_ = 0, tx_bytes_ = 0;
+  ReplaySummary summary_;
+  Status write_status_ = Ok{};
+};
+
+Error with_final_name(const OutputFile& file, const Error& e) {
+  // Messages from the writers name the temporary file; the user only knows the final one.
+  std::string msg = e.message;
+  const std::string& tmp = file.temp_path();
+  if (msg.compare(0, tmp.size(), tmp) == 0) msg = file.final_path() + msg.substr(tmp.size());
+  return make_error(msg);
+}
+
+}  // namespace
+
+Result<ReplaySummary> run_replay(const ReplayOptions& opts, ReplayFailure* failure) {
+  ReplayFailure ignored;
+  if (failure == nullptr) failure = &ignored;
+
+  *failure = ReplayFailure::bad_input;
+  auto inputs = open_inputs(opts);
+  if (!inputs) return inputs.error();
+
+  *failure = ReplayFailure::runtime;
+  OutputFile out_file(opts.out_path);
+  OutputFile report_file(opts.report_path);
+  auto writer = PcapWriter::create(out_file.temp_path());
+  if (!writer) return with_final_name(out_file, writer.error());
+
+  ReplayRun run(*inputs->pipeline, *inputs->reader, **writer, opts.expire_budget);
+  if (Status s = run.run(failure); !s) return with_final_name(out_file, s.error());
+  if (Status s = (*writer)->close(); !s) return with_final_name(out_file, s.error());
+
+  ReplaySummary summary = run.summary();
+  *failure = ReplayFailure::runtime;
+  if (Status s = write_text_file(report_file.temp_path(), counters_to_json(summary.counters)); !s)
+    return with_final_name(report_file, s.error());
+  if (Status s = out_file.commit(); !s) return s.error();
+  if (Status s = report_file.commit(); !s) return s.error();
+  return summary;
+}
+
+}  // namespace sluice

@@ -1,0 +1,160 @@
+#include "cli_args.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+namespace sluice {
+
+namespace {
+
+// Splits "--name=value" / "--name value" options. `known` lists the names that take a value,
+// `flags` those that take none ("--help" always is one).
+struct OptionList {
+  std::map<std::string, std::string> values;
+  std::map<std::string, bool> flags;
+  bool help = false;
+};
+
+Result<OptionList> parse_options(const std::vector<std::string>& args,
+                                 const std::vector<std::string>& known,
+                                 const std::vector<std::string>& flags = {}) {
+  OptionList out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      out.help = true;
+      continue;
+    }
+    bool is_flag = false;
+    for (const std::string& f : flags) is_flag |= a == "--" + f;
+    if (is_flag) {
+      out.flags[a.substr(2)] = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) return make_error("unexpected argument '" + a + "'");
+    std::string name = a.substr(2);
+    std::optional<std::string> value;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    bool is_known = false;
+    for (const std::string& k : known) is_known |= k == name;
+    if (!is_known) return make_error("unknown option '--" + name + "'");
+    if (!value) {
+      if (i + 1 >= args.size()) return make_error("option '--" + name + "' needs a value");
+      value = args[++i];
+    }
+    if (value->empty()) return make_error("option '--" + name + "' needs a non-empty value");
+    if (out.values.count(name) != 0) return make_error("option '--" + name + "' given twice");
+    out.values[name] = *value;
+  }
+  return out;
+}
+
+Result<uint64_t> parse_u64(const std::string& name, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 0);  // decimal or 0x...
+  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE)
+    return make_error("option '--" + name + "': '" + text + "' is not an unsigned 64-bit number");
+  return uint64_t(v);
+}
+
+Result<CliArgs> parse_replay(const std::vector<std::string>& args) {
+  auto opts = parse_options(args, {"replay", "out", "report", "config", "hash-seed"}, {"stats"});
+  if (!opts) return opts.error();
+  CliArgs cli;
+  if (opts->help) {
+    cli.mode = RunMode::help;
+    return cli;
+  }
+  cli.mode = RunMode::replay;
+  for (const char* required : {"replay", "out", "report", "config"}) {
+    if (opts->values.count(required) == 0)
+      return make_error(std::string("replay mode needs --") + required);
+  }
+  cli.replay.in_path = opts->values["replay"];
+  cli.replay.out_path = opts->values["out"];
+  cli.replay.report_path = opts->values["report"];
+  cli.replay.config_path = opts->values["config"];
+  cli.print_stats = opts->flags.count("stats") != 0;
+  if (auto it = opts->values.find("hash-seed"); it != opts->values.end()) {
+    auto seed = parse_u64("hash-seed", it->second);
+    if (!seed) return seed.error();
+    cli.replay.hash_seed = *seed;
+  }
+  return cli;
+}
+
+// Live mode: EAL arguments, then "--", then ours.
+Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::string& program) {
+  CliArgs cli;
+  cli.mode = RunMode::live;
+  cli.eal_args.push_back(program);
+  size_t i = 0;
+  bool has_separator = false;
+  for (; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      has_separator = true;
+      ++i;
+      break;
+    }
+    if (args[i] == "--help" || args[i] == "-h") {
+      cli.mode = RunMode::help;
+      return cli;
+    }
+    cli.eal_args.push_back(args[i]);
+  }
+  if (!has_separator) {
+    // No "--": everything is ours (no EAL arguments).
+    cli.eal_args.resize(1);
+    i = 0;
+  }
+  std::vector<std::string> ours(args.begin() + long(i), args.end());
+  auto opts = parse_options(ours, {"config", "control", "metrics"});
+  if (!opts) return opts.error();
+  if (opts->help) {
+    cli.mode = RunMode::help;
+    return cli;
+  }
+  if (opts->values.count("config") == 0) return make_error("missing --config RULES.yaml");
+  cli.config_path = opts->values["config"];
+  cli.control_socket = opts->values.count("control") ? opts->values["control"] : "";
+  cli.metrics_addr = opts->values.count("metrics") ? opts->values["metrics"] : "";
+  return cli;
+}
+
+bool mentions_replay(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--replay" || a.rfind("--replay=", 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+Result<CliArgs> parse_cli_args(int argc, const char* const* argv) {
+  std::string program = argc > 0 ? argv[0] : "sluiced";
+  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  if (args.empty()) return make_error("no arguments");
+  if (mentions_replay(args)) return parse_replay(args);
+  return parse_live(args, program);
+}
+
+std::string usage_text(const std::string& program) {
+  return "usage:\n"
+         "  " + program + " [EAL args] -- --config RULES.yaml [--control SOCK] [--metrics HOST:PORT]\n"
+         "      the DPDK dataplane\n"
+         "  " + program + " --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml\n"
+         "          [--hash-seed N] [--stats]\n"
+         "      deterministic offline run with each packet's capture time as the clock;\n"
+         "      OUT.pcap gets the packets that left (shaped ones carry their departure time),\n"
+         "      REPORT.json the counters. --hash-seed fixes the flow-table hash (default:\n"
+         "      random per run), making OUT.pcap and REPORT.json reproducible. --stats\n"
+         "      also prints the per-rule counters as a table on stdout.\n"
+         "exit status: 0 success, 1 runtime failure, 2 bad usage or invalid input\n";
+}
+
+}  // namespace sluice

@@ -1,0 +1,35 @@
+// Command line of `sluiced` (SPEC §1). Two shapes:
+//   sluiced [EAL args] -- --config RULES.yaml [--control SOCK] [--metrics HOST:PORT]
+//   sluiced --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml
+//           [--hash-seed N] [--stats]
+// Parsing only: no file is opened here. Options take "--name value" or "--name=value".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "replay/replay.hpp"
+#include "result.hpp"
+
+namespace sluice {
+
+enum class RunMode { help, replay, live };
+
+struct CliArgs {
+  RunMode mode = RunMode::live;
+  ReplayOptions replay;  // mode == replay
+  bool print_stats = false;  // replay: counters table on stdout at the end
+
+  // mode == live
+  std::vector<std::string> eal_args;  // everything before "--", program name first
+  std::string config_path;
+  std::string control_socket;
+  std::string metrics_addr;
+};
+
+// Errors are usage errors (exit 2); the message says which option was wrong.
+Result<CliArgs> parse_cli_args(int argc, const char* const* argv);
+
+std::string usage_text(const std::string& program);
+
+}  // namespace sluice

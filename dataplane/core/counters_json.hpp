@@ -1,0 +1,23 @@
+// Renders a CountersSnapshot for people and programs: the JSON of SPEC §5 (REPORT.json of a
+// replay, `sluicectl stats --json`) and a compact text table (the demo, `sluicectl stats`).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "counters.hpp"
+
+namespace sluice {
+
+// {"rules": [{"name": ..., "<outcome>_packets": ..., "<outcome>_bytes": ..., ...,
+//   "active_flows": ..., "flows_evicted": ...}], "default": {...same keys...},
+//  "ports": [...]}  ("ports" only when the snapshot has any). Ends with a newline.
+std::string counters_to_json(const CountersSnapshot& snapshot);
+
+// One line per rule plus the default, packet counts only, columns aligned.
+std::string counters_to_table(const CountersSnapshot& snapshot);
+
+// `text` as a JSON string literal, quotes included.
+std::string json_quote(std::string_view text);
+
+}  // namespace sluice

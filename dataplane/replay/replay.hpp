@@ -1,0 +1,42 @@
+// `sluiced --replay`: runs a capture file through the same pipeline as the live dataplane,
+// with each packet's capture timestamp as the clock (SPEC §1). Writes the packets that left
+// to OUT.pcap (in departure order; shaped packets carry their departure time) and the
+// counters of SPEC §5 to REPORT.json. Both outputs appear only if the whole run succeeded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "counters.hpp"
+#include "result.hpp"
+
+namespace sluice {
+
+struct ReplayOptions {
+  std::string in_path;      // capture to replay (pcap or pcapng, Ethernet)
+  std::string out_path;     // packets that left, nanosecond pcap
+  std::string report_path;  // counters, JSON
+  std::string config_path;  // rules file (SPEC §2)
+  uint64_t hash_seed = 0;   // flow-table hash seed; 0: random per run
+  size_t expire_budget = 8; // flow slots checked for idleness per packet
+};
+
+struct ReplaySummary {
+  uint64_t packets_in = 0;
+  uint64_t packets_out = 0;
+  uint64_t packets_dropped = 0;
+  uint64_t packets_delayed = 0;  // left later than they arrived (shaped)
+  CountersSnapshot counters;
+};
+
+// What kind of failure a replay met; main() maps it to the exit code (SPEC §1).
+enum class ReplayFailure : uint8_t {
+  bad_input,  // rules file or capture missing or malformed: exit 2
+  runtime,    // could not write the outputs, etc.: exit 1
+};
+
+// On error, *failure says which kind it was, and no output file has been created.
+Result<ReplaySummary> run_replay(const ReplayOptions& opts, ReplayFailure* failure);
+
+}  // namespace sluice
