@@ -21,10 +21,11 @@
  *
  * Clock steps backwards. Forward time never yields d < 0 after a conforming charge, so
  * d < 0 means another CPU read an earlier clock (it was preempted between reading the
- * clock and charging), or the clock stepped back. Up to the fill time plus
- * SL_STEP_TOLERANCE_NS this reads as fewer tokens: conservative, so stale or skewed clock
- * reads can never over-admit. A larger step re-bases the bucket as empty at the new clock,
- * so it refills within B/r instead of stalling until the clock catches up.
+ * clock and charging), or the clock stepped back. Up to the fill time plus the profile's
+ * stale-read tolerance (stale_u; SL_STEP_TOLERANCE_NS by default, 0 for a single-threaded
+ * replay, which has no stale readers) this reads as fewer tokens: conservative, so stale or
+ * skewed clock reads can never over-admit. A larger step re-bases the bucket as empty at
+ * the new clock, so it refills within B/r instead of stalling until the clock catches up.
  */
 #ifndef SLUICE_CORE_BUCKET_MATH_H
 #define SLUICE_CORE_BUCKET_MATH_H
@@ -41,8 +42,8 @@ typedef int64_t sl_s64;
 typedef uint32_t sl_u32;
 #endif
 
-/* How stale a clock read may be (scheduling delay between reading the clock and charging)
- * before a bucket treats it as a backward step and re-bases. */
+/* Default for how stale a clock read may be (scheduling delay between reading the clock
+ * and charging) before a bucket treats it as a backward step and re-bases. */
 #define SL_STEP_TOLERANCE_NS 1000000000ull
 /* Fraction bits of sl_rate_profile.interval_fp (u per token). */
 #define SL_INTERVAL_FRAC_BITS 16
@@ -87,6 +88,7 @@ struct sl_rate_profile {
   sl_u64 interval_fp;   /* u per token, SL_INTERVAL_FRAC_BITS fraction bits */
   sl_u64 burst_u;       /* B/r in u, <= SL_MAX_BURST_U */
   sl_u64 burst_tokens;  /* B in tokens: a cost above this never conforms */
+  sl_u64 stale_u;       /* stale-read tolerance in u (see "Clock steps backwards") */
   sl_u32 time_shift;    /* k: u = 2^-k ns */
   sl_u32 reserved;
 };
@@ -150,7 +152,7 @@ static inline sl_s64 sl_credit(sl_u64 t_u, sl_u64 empty_u) { return (sl_s64)(t_u
 /* Deficit beyond which a credit means the clock stepped back: the fill time, plus what
  * a legitimately queued shaper may add, plus the stale-read tolerance. */
 static inline sl_s64 sl_step_limit(const struct sl_rate_profile *p, sl_u64 extra_u) {
-  return -(sl_s64)(p->burst_u + extra_u + (SL_STEP_TOLERANCE_NS << p->time_shift));
+  return -(sl_s64)(p->burst_u + extra_u + p->stale_u);
 }
 
 /* Credit after the backward-step rule: beyond the limit, re-base to an empty bucket. */

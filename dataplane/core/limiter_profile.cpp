@@ -47,6 +47,7 @@ sl_rate_profile build(const Rate& r, uint64_t burst, uint32_t shift) {
   p.time_shift = shift;
   p.interval_fp = interval_fp(r, shift);
   p.burst_u = burst_u(r, burst, shift);
+  p.stale_u = SL_STEP_TOLERANCE_NS << shift;
   p.burst_tokens = burst;
   return p;
 }
@@ -154,6 +155,10 @@ Result<sl_window_profile> make_window_profile(uint64_t window_ns, uint64_t limit
   w.unit_cost = limit <= field_max ? 1 : (limit - 1) / field_max + 1;  // ceil, overflow-free
   w.limit_units = limit / w.unit_cost;
   return w;
+}
+
+void set_stale_read_tolerance(sl_rate_profile& p, uint64_t tolerance_ns) {
+  p.stale_u = tolerance_ns << p.time_shift;
 }
 
 Status check_rule_limits(const Rule& rule) {

@@ -46,6 +46,10 @@ Result<sl_meter_profile> make_trtcm_profile(const Rate& cir, uint64_t cbs, const
 Result<sl_window_profile> make_window_profile(uint64_t window_ns, uint64_t limit,
                                               bool sliding);
 
+// How stale a clock read may be before a bucket takes it for a backward step (see
+// bucket_math.h): SL_STEP_TOLERANCE_NS unless set here; at most 60 s.
+void set_stale_read_tolerance(sl_rate_profile& p, uint64_t tolerance_ns);
+
 // Checks every number of a rule against the ranges above (the loader prefixes file:line).
 Status check_rule_limits(const Rule& rule);
 

@@ -258,6 +258,10 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const Pipeline
     cr->rule = &rs[i];
     if (Status s = compile_profile(*cr); !s)
       return make_error("rule \"" + rs[i].name + "\": " + s.error().message);
+    if (opts.stale_read_tolerance_ns > kMaxDelayNs)
+      return make_error("stale-read tolerance must be at most 60 s");
+    for (sl_rate_profile* p : {&cr->rate, &cr->shaper.rate, &cr->meter.committed, &cr->meter.peak})
+      set_stale_read_tolerance(*p, opts.stale_read_tolerance_ns);
     if (rs[i].key != KeyMode::none) {
       uint64_t cap = rs[i].max_flows ? rs[i].max_flows : opts.default_max_flows;
       cr->flows = std::make_unique<FlowTable>(cap, rs[i].idle_timeout_ns);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "bucket_math.h"
 #include "counters.hpp"
 #include "result.hpp"
 #include "rules.hpp"
@@ -16,6 +17,11 @@ namespace sluice {
 struct PipelineOptions {
   uint64_t default_max_flows = 65536;  // flow slots for a keyed rule without max-flows
   uint64_t hash_seed = 0;              // 0: random per start (SPEC §3 Flows)
+  // How stale a worker's clock read may be before a bucket takes it for a backward step.
+  // Workers sharing buckets need slack for preemption between clock read and charge; a
+  // single-threaded replay has no stale readers and sets 0, so a capture whose timestamps
+  // step back re-bases after B/r instead of B/r + 1 s.
+  uint64_t stale_read_tolerance_ns = SL_STEP_TOLERANCE_NS;
 };
 
 struct Verdict {

@@ -150,6 +150,20 @@ TEST_P(BothPolicers, LargeBackwardStepDoesNotStall) {
   EXPECT_LE(admitted, 103u);
 }
 
+TEST_P(BothPolicers, StepBackBeyondStaleToleranceRebases) {
+  auto p = profile(pps(1000), 3);
+  uint64_t w = init(p, 100 * kSec);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(decide(p, w, 100 * kSec, 1));
+  // Within fill time + tolerance (1 s by default) a step back only reads as fewer tokens.
+  EXPECT_FALSE(decide(p, w, 100 * kSec - 500 * kMs, 1));
+  EXPECT_FALSE(decide(p, w, 100 * kSec - 500 * kMs + 2 * kMs, 1));
+  // With no tolerance (a single reader, as in replay) the same step re-bases at once: the
+  // bucket is empty at the new clock and refills from there.
+  set_stale_read_tolerance(p, 0);
+  EXPECT_FALSE(decide(p, w, 100 * kSec - 500 * kMs, 1));
+  EXPECT_TRUE(decide(p, w, 100 * kSec - 500 * kMs + kMs, 1));
+}
+
 TEST_P(BothPolicers, IdleForDaysRefillsToExactlyTheBurst) {
   for (Rate r : {pps(1000), pps(1'000'000), bits_per_sec(10'000'000'000ull),
                  bits_per_sec(400'000'000'000ull)}) {
