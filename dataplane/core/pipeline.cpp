@@ -32,6 +32,7 @@ struct CompiledRule {
   mutable std::atomic<int> aggregate_ready{0};  // 0 untouched, 1 initialising, 2 ready
   std::array<int, kMaxChain> chain{};  // this rule, then its parents
   size_t chain_len = 0;
+  Sharing sharing = Sharing::shared;
 
   uint64_t cost(uint32_t frame_len) const {
     return rule->cost_unit() == CostUnit::packets ? 1 : uint64_t(frame_len) + rule->overhead_bytes;
@@ -69,21 +70,21 @@ struct CompiledRule {
   // Policers and windows: true if conforming (and charged).
   bool police(std::atomic<uint64_t>& w, uint64_t now_ns, uint64_t c) const {
     switch (rule->algorithm) {
-      case Algorithm::token_bucket: return token_bucket_charge(rate, w, now_ns, c);
-      case Algorithm::gcra: return gcra_charge(rate, w, now_ns, c);
-      case Algorithm::fixed_window: return fixed_window_charge(window, w, now_ns, c);
-      case Algorithm::sliding_window: return sliding_window_charge(window, w, now_ns, c);
+      case Algorithm::token_bucket: return token_bucket_charge(rate, w, now_ns, c, sharing);
+      case Algorithm::gcra: return gcra_charge(rate, w, now_ns, c, sharing);
+      case Algorithm::fixed_window: return fixed_window_charge(window, w, now_ns, c, sharing);
+      case Algorithm::sliding_window: return sliding_window_charge(window, w, now_ns, c, sharing);
       default: return false;
     }
   }
 
   void refund(std::atomic<uint64_t>& w, uint64_t now_ns, uint64_t c) const {
     switch (rule->algorithm) {
-      case Algorithm::token_bucket: return token_bucket_refund(rate, w, now_ns, c);
-      case Algorithm::gcra: return gcra_refund(rate, w, now_ns, c);
-      case Algorithm::leaky_bucket: return shaper_refund(shaper, w, c);
-      case Algorithm::fixed_window: return fixed_window_refund(window, w, now_ns, c);
-      case Algorithm::sliding_window: return sliding_window_refund(window, w, now_ns, c);
+      case Algorithm::token_bucket: return token_bucket_refund(rate, w, now_ns, c, sharing);
+      case Algorithm::gcra: return gcra_refund(rate, w, now_ns, c, sharing);
+      case Algorithm::leaky_bucket: return shaper_refund(shaper, w, c, sharing);
+      case Algorithm::fixed_window: return fixed_window_refund(window, w, now_ns, c, sharing);
+      case Algorithm::sliding_window: return sliding_window_refund(window, w, now_ns, c, sharing);
       default: return;
     }
   }
@@ -177,8 +178,8 @@ struct Pipeline::Impl {
     auto& word = *reinterpret_cast<MeterWord*>(w);
     uint64_t cost = cr.cost(pf.frame_len);
     sl_colour colour = cr.rule->algorithm == Algorithm::srtcm
-                           ? srtcm_charge(cr.meter, word, now_ns, cost)
-                           : trtcm_charge(cr.meter, word, now_ns, cost);
+                           ? srtcm_charge(cr.meter, word, now_ns, cost, cr.sharing)
+                           : trtcm_charge(cr.meter, word, now_ns, cost, cr.sharing);
     const ColourActions& ca = cr.rule->colour_actions;
     c.add(colour == SL_GREEN ? Outcome::green : colour == SL_YELLOW ? Outcome::yellow : Outcome::red,
           pf.frame_len);
@@ -217,7 +218,7 @@ struct Pipeline::Impl {
       uint64_t cost = cr.cost(len);
       if (cr.rule->algorithm == Algorithm::leaky_bucket) {
         uint64_t delay = 0;
-        if (!shaper_charge(cr.shaper, *w, now_ns, cost, &delay)) {
+        if (!shaper_charge(cr.shaper, *w, now_ns, cost, &delay, cr.sharing)) {
           refund(top, charged, level, len, now_ns);
           c.add(Outcome::exceeded, len);
           c.add(Outcome::dropped, len);
@@ -256,6 +257,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const Pipeline
   for (size_t i = 0; i < rs.size(); ++i) {
     auto cr = std::make_unique<CompiledRule>();
     cr->rule = &rs[i];
+    cr->sharing = opts.single_writer ? Sharing::single_writer : Sharing::shared;
     if (Status s = compile_profile(*cr); !s)
       return make_error("rule \"" + rs[i].name + "\": " + s.error().message);
     if (opts.stale_read_tolerance_ns > kMaxDelayNs)

@@ -22,6 +22,10 @@ struct PipelineOptions {
   // single-threaded replay has no stale readers and sets 0, so a capture whose timestamps
   // step back re-bases after B/r instead of B/r + 1 s.
   uint64_t stale_read_tolerance_ns = SL_STEP_TOLERANCE_NS;
+  // Only one thread will ever call process(): bucket words are then published with plain
+  // stores instead of compare-and-swap (no locked instruction per decision). A replay and
+  // a one-worker dataplane set it; with more workers it must stay false.
+  bool single_writer = false;
 };
 
 struct Verdict {

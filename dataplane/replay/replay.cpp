@@ -28,6 +28,7 @@ Result<ReplayInputs> open_inputs(const ReplayOptions& opts) {
   PipelineOptions popts;
   popts.hash_seed = opts.hash_seed;
   popts.stale_read_tolerance_ns = 0;  // one reader, the capture clock: no stale reads
+  popts.single_writer = true;         // and one thread: plain stores, no CAS
   auto pipeline = Pipeline::create(std::move(rules).value(), popts);
   if (!pipeline) return make_error(opts.config_path + ": " + pipeline.error().message);
   auto reader = PcapReader::open(opts.in_path);

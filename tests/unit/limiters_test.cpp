@@ -119,6 +119,28 @@ TEST(Limiters, RefundsRestoreTheCharge) {
   EXPECT_FALSE(fixed_window_charge(*w, fw, 5, 1));
 }
 
+// The single-writer publish must decide exactly as the CAS one does.
+TEST(Limiters, SingleWriterDecidesAsShared) {
+  auto p = make_rate_profile(bits_per_sec(10'000'000), 3000);
+  auto m = make_trtcm_profile(bits_per_sec(10'000'000), 3000, bits_per_sec(20'000'000), 6000);
+  ASSERT_TRUE(p.ok() && m.ok());
+  std::atomic<uint64_t> a{sl_tb_init(&*p, 0)}, b{sl_tb_init(&*p, 0)};
+  sl_meter_state st;
+  sl_trtcm_init(&*m, 0, &st);
+  MeterWord ma{st.e0, st.e1}, mb{st.e0, st.e1};
+  uint64_t t = 0, x = 1;
+  for (int i = 0; i < 20000; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    t += (x >> 40) % 2000;
+    uint64_t cost = 64 + (x >> 20) % 1400;
+    ASSERT_EQ(token_bucket_charge(*p, a, t, cost, Sharing::shared),
+              token_bucket_charge(*p, b, t, cost, Sharing::single_writer));
+    ASSERT_EQ(trtcm_charge(*m, ma, t, cost, Sharing::shared),
+              trtcm_charge(*m, mb, t, cost, Sharing::single_writer));
+  }
+  EXPECT_EQ(a.load(), b.load());
+}
+
 TEST(Limiters, MeterStateRoundTrips) {
   MeterWord w{};
   meter_store(w, MeterWord{1, 2});
