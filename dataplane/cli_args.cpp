@@ -63,6 +63,20 @@ Result<uint64_t> parse_u64(const std::string& name, const std::string& text) {
   return uint64_t(v);
 }
 
+// Seconds as a decimal ("2", "0.5"), to whole milliseconds: > 0 and at most a day.
+Result<uint64_t> parse_interval_ms(const std::string& name, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double s = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !(s >= 0.001) || s > 86400)
+    return make_error("option '--" + name + "': '" + text +
+                      "' is not a number of seconds between 0.001 and 86400");
+  return uint64_t(s * 1000 + 0.5);
+}
+
+// The most flow slots one keyed rule may be given: 32 B each, so 128 GiB.
+constexpr uint64_t kMaxFlows = uint64_t{1} << 32;
+
 Result<CliArgs> parse_replay(const std::vector<std::string>& args) {
   auto opts = parse_options(args, {"replay", "out", "report", "config", "hash-seed"}, {"stats"});
   if (!opts) return opts.error();
@@ -114,7 +128,7 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
     i = 0;
   }
   std::vector<std::string> ours(args.begin() + long(i), args.end());
-  auto opts = parse_options(ours, {"config", "control", "metrics"});
+  auto opts = parse_options(ours, {"config", "control", "metrics", "report", "stats-interval", "flows"});
   if (!opts) return opts.error();
   if (opts->help) {
     cli.mode = RunMode::help;
@@ -124,6 +138,20 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
   cli.config_path = opts->values["config"];
   cli.control_socket = opts->values.count("control") ? opts->values["control"] : "";
   cli.metrics_addr = opts->values.count("metrics") ? opts->values["metrics"] : "";
+  cli.report_path = opts->values.count("report") ? opts->values["report"] : "";
+  if (auto it = opts->values.find("stats-interval"); it != opts->values.end()) {
+    auto ms = parse_interval_ms("stats-interval", it->second);
+    if (!ms) return ms.error();
+    cli.stats_interval_ms = *ms;
+  }
+  if (auto it = opts->values.find("flows"); it != opts->values.end()) {
+    auto n = parse_u64("flows", it->second);
+    if (!n) return n.error();
+    if (*n == 0 || *n > kMaxFlows)
+      return make_error("option '--flows': " + it->second + " is not between 1 and " +
+                        std::to_string(kMaxFlows));
+    cli.flows = *n;
+  }
   return cli;
 }
 
@@ -145,8 +173,14 @@ Result<CliArgs> parse_cli_args(int argc, const char* const* argv) {
 
 std::string usage_text(const std::string& program) {
   return "usage:\n"
-         "  " + program + " [EAL args] -- --config RULES.yaml [--control SOCK] [--metrics HOST:PORT]\n"
-         "      the DPDK dataplane\n"
+         "  " + program + " [EAL args] -- --config RULES.yaml [--report REPORT.json]\n"
+         "          [--stats-interval S] [--flows N]\n"
+         "      the DPDK dataplane: forwards between port pairs 0<->1, 2<->3, ... (or back out\n"
+         "      of the only port), one worker per lcore except the main one, until SIGINT or\n"
+         "      SIGTERM; then prints the counters and writes --report. --stats-interval prints\n"
+         "      the counters table every S seconds; --flows sets the flow slots of each keyed\n"
+         "      rule without max-flows (default 65536; 32 bytes each, allocated at start).\n"
+         "      EAL args e.g.: -l 0,1 --no-pci --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
          "  " + program + " --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml\n"
          "          [--hash-seed N] [--stats]\n"
          "      deterministic offline run with each packet's capture time as the clock;\n"

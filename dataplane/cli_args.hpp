@@ -1,10 +1,12 @@
 // Command line of `sluiced` (SPEC §1). Two shapes:
-//   sluiced [EAL args] -- --config RULES.yaml [--control SOCK] [--metrics HOST:PORT]
+//   sluiced [EAL args] -- --config RULES.yaml [--report FILE] [--stats-interval S] [--flows N]
+//           [--control SOCK] [--metrics HOST:PORT]
 //   sluiced --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml
 //           [--hash-seed N] [--stats]
 // Parsing only: no file is opened here. Options take "--name value" or "--name=value".
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,9 @@ struct CliArgs {
   std::string config_path;
   std::string control_socket;
   std::string metrics_addr;
+  std::string report_path;         // counters JSON written at shutdown ("" = none)
+  uint64_t stats_interval_ms = 0;  // counters table on stdout this often (0 = never)
+  uint64_t flows = 0;              // flow slots per keyed rule without max-flows (0 = default)
 };
 
 // Errors are usage errors (exit 2); the message says which option was wrong.

@@ -2,9 +2,11 @@
 // failure, 2 bad usage or invalid input).
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "cli_args.hpp"
 #include "counters_json.hpp"
+#include "live/live_run.hpp"
 #include "replay/replay.hpp"
 
 namespace {
@@ -33,6 +35,29 @@ int run_replay_mode(const sluice::ReplayOptions& opts, bool print_stats) {
   return kExitOk;
 }
 
+int run_live_mode(const sluice::CliArgs& args) {
+  // Options of a later version: refused rather than silently ignored.
+  for (const auto& [name, value] : {std::pair{"--control", &args.control_socket},
+                                    std::pair{"--metrics", &args.metrics_addr}}) {
+    if (!value->empty()) {
+      std::fprintf(stderr, "sluiced: %s is not available in this build\n", name);
+      return kExitUsage;
+    }
+  }
+  sluice::LiveOptions opts;
+  opts.eal_args = args.eal_args;
+  opts.config_path = args.config_path;
+  opts.report_path = args.report_path;
+  opts.stats_interval_ms = args.stats_interval_ms;
+  opts.flows = args.flows;
+  sluice::LiveFailure failure = sluice::LiveFailure::runtime;
+  if (sluice::Status s = sluice::run_live(opts, &failure); !s) {
+    std::fprintf(stderr, "sluiced: %s\n", s.error().message.c_str());
+    return failure == sluice::LiveFailure::usage ? kExitUsage : kExitRuntime;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,10 +75,7 @@ int main(int argc, char** argv) {
     case sluice::RunMode::replay:
       return run_replay_mode(args->replay, args->print_stats);
     case sluice::RunMode::live:
-      std::fprintf(stderr,
-                   "sluiced: the live DPDK dataplane is not built in this version; "
-                   "use --replay (see --help)\n");
-      return kExitUsage;
+      return run_live_mode(*args);
   }
   return kExitUsage;
 }

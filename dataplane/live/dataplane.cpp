@@ -1,0 +1,231 @@
+#include "dataplane.hpp"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
+#include <algorithm>
+#include <ctime>
+#include <new>
+
+#include "log.hpp"
+#include "tsc_clock.hpp"
+
+namespace sluice {
+
+namespace {
+
+// Widest timing-wheel ring we allocate per worker (8 bytes a slot: 32 MiB). 1 us slots cover
+// a max-delay of ~4 s; longer max-delays get proportionally wider slots.
+constexpr uint64_t kMaxWheelSlots = uint64_t{1} << 22;
+constexpr uint64_t kSlotNs = 1000;
+
+int launch_worker(void* arg) {
+  static_cast<Worker*>(arg)->run();
+  return 0;
+}
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+Result<std::vector<unsigned>> pick_lcores(const DataplaneConfig& config) {
+  std::vector<unsigned> lcores;
+  if (!config.worker_lcores) {
+    unsigned lcore;
+    RTE_LCORE_FOREACH_WORKER(lcore) lcores.push_back(lcore);
+    return lcores;
+  }
+  for (unsigned l : *config.worker_lcores) {
+    if (l >= RTE_MAX_LCORE || !rte_lcore_is_enabled(l) || l == rte_get_main_lcore())
+      return make_error("lcore " + std::to_string(l) + " is not an EAL worker lcore");
+    lcores.push_back(l);
+  }
+  return lcores;
+}
+
+Result<std::vector<PortLimits>> port_limits(const DataplaneConfig& config) {
+  std::vector<uint16_t> ids;
+  if (config.ports) {
+    ids = *config.ports;
+  } else {
+    uint16_t p;
+    RTE_ETH_FOREACH_DEV(p) ids.push_back(p);
+  }
+  std::vector<PortLimits> limits;
+  for (uint16_t id : ids) {
+    auto l = Port::limits(id);
+    if (!l) return l.error();
+    limits.push_back(*l);
+  }
+  return limits;
+}
+
+// Enough mbufs for every descriptor ring, every worker's burst, TX buffers and wheel, and the
+// per-lcore caches; 2^n - 1 is the size the ring-backed pool uses best.
+unsigned pool_size(const PortPlan& plan, const DataplaneConfig& c, size_t workers,
+                   size_t wheel_capacity) {
+  uint64_t queues = 0;
+  for (uint16_t q : plan.queues) queues += q;
+  uint64_t n = queues * (uint64_t(c.rx_desc) + c.tx_desc);
+  for (size_t w = 0; w < workers; ++w) {
+    uint64_t tx_queues = 0;
+    for (const RxAssignment& a : plan.rx) tx_queues += a.worker == w;
+    n += kMaxBurst + wheel_capacity + tx_queues * c.tx_buffer_capacity;
+  }
+  n += uint64_t(rte_lcore_count()) * c.mempool_cache + 1024;
+  uint64_t size = 1;
+  while (size - 1 < n) size <<= 1;
+  return unsigned(std::min<uint64_t>(size - 1, UINT32_MAX));
+}
+
+std::string unique_pool_name() {
+  static std::atomic<unsigned> next{0};
+  return "sluice_mbufs_" + std::to_string(next.fetch_add(1));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
+                                                     const DataplaneConfig& config,
+                                                     LiveFailure* failure) {
+  LiveFailure ignored;
+  if (failure == nullptr) failure = &ignored;
+
+  // Planning: what the operator asked for must make sense (usage errors).
+  *failure = LiveFailure::usage;
+  auto lcores = pick_lcores(config);
+  if (!lcores) return lcores.error();
+  auto limits = port_limits(config);
+  if (!limits) return limits.error();
+  auto plan = plan_ports(*limits, unsigned(lcores->size()));
+  if (!plan) return plan.error();
+  for (const std::string& note : plan->notes) live_log("%s", note.c_str());
+
+  // Set-up: from here on a failure is the system's (runtime errors).
+  *failure = LiveFailure::runtime;
+  std::unique_ptr<Dataplane> dp(new Dataplane(pipeline, std::move(plan).value()));
+  const PortPlan& pl = dp->plan_;
+
+  const uint64_t max_delay_ns = pipeline.max_delay_ns();
+  uint64_t slot_ns = kSlotNs;
+  if (max_delay_ns / slot_ns + 2 > kMaxWheelSlots) {
+    slot_ns = max_delay_ns / (kMaxWheelSlots - 2) + 1;
+    live_log("max-delay %llu ns: shaping with %llu ns timing-wheel slots",
+             static_cast<unsigned long long>(max_delay_ns), static_cast<unsigned long long>(slot_ns));
+  }
+  const size_t wheel_capacity = max_delay_ns == 0 ? 0 : config.wheel_capacity;
+
+  const int socket = pl.ports.empty() ? SOCKET_ID_ANY : rte_eth_dev_socket_id(pl.ports[0]);
+  auto pool = Mempool::create(unique_pool_name(),
+                              pool_size(pl, config, lcores->size(), wheel_capacity),
+                              config.mempool_cache, socket < 0 ? int(rte_socket_id()) : socket);
+  if (!pool) return pool.error();
+  dp->pool_ = std::move(pool).value();
+
+  for (size_t i = 0; i < pl.ports.size(); ++i) {
+    PortSetup setup{pl.queues[i], config.rx_desc, config.tx_desc, dp->pool_.get()};
+    auto port = Port::open(pl.ports[i], setup);
+    if (!port) return port.error();
+    dp->ports_.push_back(std::move(port).value());
+  }
+
+  // One shared epoch for every worker, so their now_ns are comparable (invariant TSC).
+  const TscClock clock = TscClock::make(rte_get_tsc_hz(), rte_rdtsc(), monotonic_ns());
+  for (size_t w = 0; w < lcores->size(); ++w) {
+    WorkerSetup ws;
+    ws.lcore = (*lcores)[w];
+    for (const RxAssignment& a : pl.rx) {
+      if (a.worker != w) continue;
+      // RX queue q of a port sends on TX queue q of its peer: one-to-one, so this TX queue
+      // belongs to this worker alone.
+      ws.rx.push_back({a.rx_port, a.queue, uint16_t(ws.tx.size())});
+      ws.tx.push_back({a.tx_port, a.queue});
+    }
+    ws.burst = config.burst;
+    ws.tx_buffer_capacity = config.tx_buffer_capacity;
+    ws.wheel_capacity = wheel_capacity;
+    ws.slot_ns = slot_ns;
+    ws.horizon_ns = max_delay_ns + slot_ns;
+    ws.expire_budget = config.expire_budget;
+    ws.expire_interval_ns = config.expire_interval_ns;
+    ws.clock = clock;
+    auto worker = Worker::create(pipeline, std::move(ws), &dp->stop_);
+    if (!worker) return worker.error();
+    dp->workers_.push_back(std::move(worker).value());
+  }
+  return dp;
+}
+
+Dataplane::~Dataplane() {
+  stop();
+  workers_.clear();  // frees anything still held (nothing, after stop())
+  ports_.clear();    // close: drivers release the mbufs in their rings
+  if (unsigned leaked = pool_.in_use(); leaked != 0)
+    live_log("%u mbuf(s) still out of the pool at shutdown", leaked);
+}
+
+Status Dataplane::start() {
+  if (!launched_.empty() || stopped_) return make_error("dataplane already started");
+  for (auto& w : workers_) {
+    if (!w->has_queues()) continue;
+    if (int ret = rte_eal_remote_launch(launch_worker, w.get(), w->lcore()); ret != 0) {
+      stop();
+      return make_error("cannot launch the worker on lcore " + std::to_string(w->lcore()) +
+                        ": " + rte_strerror(-ret));
+    }
+    launched_.push_back(w->lcore());
+  }
+  live_log("%zu worker(s) running on lcore(s)%s", launched_.size(), [&] {
+    std::string s;
+    for (unsigned l : launched_) {
+      s += ' ';
+      s += std::to_string(l);  // (not " " + ...: GCC 12 -O3 warns falsely on that, PR105651)
+    }
+    return s;
+  }().c_str());
+  return Ok{};
+}
+
+void Dataplane::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  stop_.store(true, std::memory_order_relaxed);
+  for (unsigned lcore : launched_) rte_eal_wait_lcore(lcore);  // join
+  final_ports_.clear();
+  for (const Port& p : ports_) final_ports_.push_back(p.stats());
+  for (Port& p : ports_) p.stop();
+}
+
+CountersSnapshot Dataplane::snapshot() const {
+  std::vector<const WorkerCounters*> counters;
+  for (const auto& w : workers_) counters.push_back(&w->counters());
+  CountersSnapshot snap = pipeline_.snapshot(counters);
+  if (stopped_) {
+    snap.ports = final_ports_;
+  } else {
+    for (const Port& p : ports_) snap.ports.push_back(p.stats());
+  }
+  return snap;
+}
+
+WorkerStats Dataplane::totals() const {
+  WorkerStats t;
+  for (const auto& w : workers_) t += w->stats();
+  return t;
+}
+
+std::vector<WorkerStats> Dataplane::per_worker() const {
+  std::vector<WorkerStats> v;
+  for (const auto& w : workers_) v.push_back(w->stats());
+  return v;
+}
+
+void Dataplane::log_link_changes() {
+  for (Port& p : ports_) p.log_link_change();
+}
+
+}  // namespace sluice

@@ -1,0 +1,134 @@
+#include "live_run.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <thread>
+
+#include "counters_json.hpp"
+#include "dataplane.hpp"
+#include "eal.hpp"
+#include "log.hpp"
+#include "pipeline.hpp"
+#include "rules_loader.hpp"
+#include "signals.hpp"
+
+namespace sluice {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often the control loop wakes: bounds the delay between a signal and the stop.
+constexpr auto kControlTick = std::chrono::milliseconds(20);
+constexpr auto kLinkPoll = std::chrono::seconds(1);
+
+Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts, LiveFailure* failure) {
+  *failure = LiveFailure::usage;
+  auto rules = load_rules_file(opts.config_path);
+  if (!rules) return rules.error();
+  PipelineOptions popts;
+  if (opts.flows != 0) popts.default_max_flows = opts.flows;
+  popts.hash_seed = opts.hash_seed;
+  try {
+    // Flow tables are allocated (and their pages written) here, before any packet.
+    auto pipeline = Pipeline::create(std::move(rules).value(), popts);
+    if (!pipeline) return make_error(opts.config_path + ": " + pipeline.error().message);
+    return pipeline;
+  } catch (const std::bad_alloc&) {
+    *failure = LiveFailure::runtime;
+    return make_error("cannot allocate the flow tables (--flows " + std::to_string(opts.flows) +
+                      "): out of memory");
+  } catch (const std::length_error& e) {
+    return make_error(std::string("flow table too large: ") + e.what());
+  }
+}
+
+// Written under a temporary name and renamed, so a reader never sees half a report.
+Status write_report(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return make_error(path + ": cannot write: " + std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return make_error(path + ": cannot write: " + why);
+  }
+  return Ok{};
+}
+
+void print_table(const CountersSnapshot& snap) {
+  std::fputs(counters_to_table(snap).c_str(), stdout);
+  std::fputs("\n", stdout);
+  std::fflush(stdout);
+}
+
+// Until a signal: periodic counters and link-state changes. The workers do everything else.
+void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_interval_ms) {
+  const auto interval = std::chrono::milliseconds(stats_interval_ms);
+  auto next_stats = Clock::now() + interval;
+  auto next_link = Clock::now() + kLinkPoll;
+  while (!signals.requested()) {
+    std::this_thread::sleep_for(kControlTick);
+    const auto now = Clock::now();
+    if (stats_interval_ms != 0 && now >= next_stats) {
+      print_table(dp.snapshot());
+      next_stats += interval;
+      if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
+    }
+    if (now >= next_link) {
+      dp.log_link_changes();
+      next_link = now + kLinkPoll;
+    }
+  }
+}
+
+}  // namespace
+
+Status run_live(const LiveOptions& opts, LiveFailure* failure) {
+  LiveFailure ignored;
+  if (failure == nullptr) failure = &ignored;
+
+  // The rules first: a bad file is reported before EAL takes memory and devices.
+  auto pipeline = make_pipeline(opts, failure);
+  if (!pipeline) return pipeline.error();
+
+  StopSignals signals;
+  auto eal = Eal::init(opts.eal_args, failure);
+  if (!eal) return eal.error();
+
+  // Declared after the EAL and the pipeline, so destroyed before them.
+  auto dp = Dataplane::create(**pipeline, DataplaneConfig{}, failure);
+  if (!dp) return dp.error();
+  *failure = LiveFailure::runtime;
+  if (Status s = (*dp)->start(); !s) return s;
+
+  control_loop(**dp, signals, opts.stats_interval_ms);
+  live_log("signal %d: stopping", signals.signal_number());
+  (*dp)->stop();
+
+  const CountersSnapshot snap = (*dp)->snapshot();
+  print_table(snap);
+  const WorkerStats t = (*dp)->totals();
+  live_log("stopped: %llu received, %llu sent, %llu dropped on a full TX buffer, %llu on a full "
+           "shaper, %llu held at shutdown, %llu idle flows expired",
+           static_cast<unsigned long long>(t.rx_packets), static_cast<unsigned long long>(t.tx_packets),
+           static_cast<unsigned long long>(t.tx_dropped),
+           static_cast<unsigned long long>(t.shaper_overflow),
+           static_cast<unsigned long long>(t.shutdown_dropped),
+           static_cast<unsigned long long>(t.flows_expired));
+  if (!opts.report_path.empty()) {
+    if (Status s = write_report(opts.report_path, counters_to_json(snap)); !s) return s;
+  }
+  return Ok{};
+}
+
+}  // namespace sluice

@@ -1,0 +1,27 @@
+// `sluiced [EAL args] -- --config RULES.yaml ...`: the live dataplane from start to stop.
+// Loads the rules, starts EAL, ports and workers, runs until SIGINT/SIGTERM, then stops in
+// order, prints the final counters (table on stdout) and writes REPORT.json if asked.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "live_failure.hpp"
+#include "result.hpp"
+
+namespace sluice {
+
+struct LiveOptions {
+  std::vector<std::string> eal_args;  // program name first, everything before "--"
+  std::string config_path;            // rules file (SPEC §2)
+  std::string report_path;            // counters JSON at shutdown ("" = none)
+  uint64_t stats_interval_ms = 0;     // counters table on stdout this often (0 = never)
+  uint64_t flows = 0;                 // flow slots of a keyed rule without max-flows (0 = core default)
+  uint64_t hash_seed = 0;             // flow-table hash seed (0 = random per start)
+};
+
+// On error, *failure says which exit code it deserves. Returns once stopped by a signal.
+Status run_live(const LiveOptions& opts, LiveFailure* failure);
+
+}  // namespace sluice

@@ -1,0 +1,168 @@
+#include "worker.hpp"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_prefetch.h>
+
+#include <algorithm>
+#include <new>
+#include <stdexcept>
+
+namespace sluice {
+
+namespace {
+
+// Packets ahead whose first cache line is prefetched while the current one is processed.
+constexpr uint16_t kPrefetchAhead = 4;
+
+// Single-writer counter: a plain load and store, no locked instruction on the hot path.
+inline void bump(std::atomic<uint64_t>& c, uint64_t n) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+WorkerStats& WorkerStats::operator+=(const WorkerStats& o) {
+  rx_packets += o.rx_packets;
+  tx_packets += o.tx_packets;
+  tx_dropped += o.tx_dropped;
+  shaper_overflow += o.shaper_overflow;
+  shutdown_dropped += o.shutdown_dropped;
+  flows_expired += o.flows_expired;
+  return *this;
+}
+
+Worker::Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* stop)
+    : pipeline_(pipeline),
+      stop_(stop),
+      setup_(std::move(setup)),
+      clock_(setup_.clock),
+      counters_(pipeline.make_counters()),
+      wheel_(setup_.slot_ns, setup_.horizon_ns, setup_.wheel_capacity, /*start_ns=*/0) {
+  tx_.reserve(setup_.tx.size());
+  for (const WorkerTx& t : setup_.tx) tx_.push_back({t, TxBuffer<rte_mbuf*>(setup_.tx_buffer_capacity)});
+}
+
+Result<std::unique_ptr<Worker>> Worker::create(Pipeline& pipeline, WorkerSetup setup,
+                                               const std::atomic<bool>* stop) {
+  if (setup.burst == 0 || setup.burst > kMaxBurst)
+    return make_error("burst size must be in [1, " + std::to_string(kMaxBurst) + "]");
+  for (const WorkerRx& r : setup.rx)
+    if (r.tx >= setup.tx.size()) return make_error("worker RX queue without a TX queue");
+  const unsigned lcore = setup.lcore;
+  try {
+    return std::unique_ptr<Worker>(new Worker(pipeline, std::move(setup), stop));
+  } catch (const std::exception& e) {
+    return make_error("worker on lcore " + std::to_string(lcore) + ": " + e.what());
+  }
+}
+
+Worker::~Worker() { shutdown(/*try_send=*/false); }
+
+WorkerStats Worker::stats() const {
+  WorkerStats s;
+  s.rx_packets = stats_.rx_packets.load(std::memory_order_relaxed);
+  s.tx_packets = stats_.tx_packets.load(std::memory_order_relaxed);
+  s.tx_dropped = stats_.tx_dropped.load(std::memory_order_relaxed);
+  s.shaper_overflow = stats_.shaper_overflow.load(std::memory_order_relaxed);
+  s.shutdown_dropped = stats_.shutdown_dropped.load(std::memory_order_relaxed);
+  s.flows_expired = stats_.flows_expired.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Worker::run() {
+  rte_mbuf* pkts[kMaxBurst];
+  uint64_t next_expire_ns = 0;
+  while (!stop_->load(std::memory_order_relaxed)) {
+    uint64_t now_ns = 0;
+    for (const WorkerRx& rxq : setup_.rx) {
+      const uint16_t n = rte_eth_rx_burst(rxq.port, rxq.queue, pkts, setup_.burst);
+      // The one clock read of this burst: every packet in it, and the wheel, use this time.
+      now_ns = clock_.to_ns(rte_rdtsc());
+      // The wheel's time only moves on drain: move it before pushing this burst's delays.
+      release_due(now_ns);
+      if (n != 0) handle_burst(rxq, pkts, n, now_ns);
+    }
+    flush_tx();
+    // Idle expiry in small slices between bursts, so no single call stalls the loop.
+    if (now_ns >= next_expire_ns) {
+      const size_t freed = pipeline_.expire_idle(now_ns, setup_.expire_budget);
+      if (freed != 0) bump(stats_.flows_expired, freed);
+      next_expire_ns = now_ns + setup_.expire_interval_ns;
+    }
+  }
+  shutdown(/*try_send=*/true);
+}
+
+void Worker::handle_burst(const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n, uint64_t now_ns) {
+  bump(stats_.rx_packets, n);
+  rte_mbuf* dropped[kMaxBurst];
+  uint16_t n_dropped = 0;
+  uint64_t tx_full = 0, overflow = 0;
+
+  for (uint16_t i = 0; i < std::min(n, kPrefetchAhead); ++i)
+    rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
+  for (uint16_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
+    rte_mbuf* m = pkts[i];
+    // No scatter is configured, so the first segment is the whole frame.
+    const Verdict v = pipeline_.process(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m),
+                                        rxq.port, now_ns, counters_);
+    if (v.kind == Verdict::Kind::drop) {
+      dropped[n_dropped++] = m;
+    } else if (v.depart_ns > now_ns) {
+      // The wheel may release an item up to one slot early: file it under the last
+      // nanosecond of its departure slot, so it never leaves before depart_ns.
+      if (!wheel_.push(v.depart_ns + setup_.slot_ns - 1, HeldPacket{m, rxq.tx})) {
+        dropped[n_dropped++] = m;
+        ++overflow;
+      }
+    } else if (!enqueue(tx_[rxq.tx], m)) {
+      dropped[n_dropped++] = m;
+      ++tx_full;
+    }
+  }
+  if (n_dropped != 0) rte_pktmbuf_free_bulk(dropped, n_dropped);
+  if (tx_full != 0) bump(stats_.tx_dropped, tx_full);
+  if (overflow != 0) bump(stats_.shaper_overflow, overflow);
+}
+
+void Worker::release_due(uint64_t now_ns) {
+  uint64_t tx_full = 0;  // an empty wheel only advances its time: O(1)
+  wheel_.drain(now_ns, [&](uint64_t, HeldPacket&& h) {
+    if (!enqueue(tx_[h.tx], h.mbuf)) {
+      rte_pktmbuf_free(h.mbuf);
+      ++tx_full;
+    }
+  });
+  if (tx_full != 0) bump(stats_.tx_dropped, tx_full);
+}
+
+bool Worker::enqueue(TxQueue& q, rte_mbuf* m) {
+  if (q.buffer.push(m)) return true;
+  // Full: maybe only because many packets became due at once (the wheel after a stall), not
+  // because the device pushes back. Offer them to the device before giving up on this one.
+  flush(q);
+  return q.buffer.push(m);
+}
+
+void Worker::flush(TxQueue& q) {
+  const size_t sent = q.buffer.flush([&](rte_mbuf** p, uint16_t n) {
+    return rte_eth_tx_burst(q.where.port, q.where.queue, p, n);
+  });
+  if (sent != 0) bump(stats_.tx_packets, sent);
+}
+
+void Worker::flush_tx() {
+  for (TxQueue& q : tx_)
+    if (!q.buffer.empty()) flush(q);
+}
+
+void Worker::shutdown(bool try_send) {
+  uint64_t freed = wheel_.drain_all([](uint64_t, HeldPacket&& h) { rte_pktmbuf_free(h.mbuf); });
+  if (try_send) flush_tx();
+  for (TxQueue& q : tx_) freed += q.buffer.clear([](rte_mbuf* m) { rte_pktmbuf_free(m); });
+  if (freed != 0) bump(stats_.shutdown_dropped, freed);
+}
+
+}  // namespace sluice

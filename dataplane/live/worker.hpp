@@ -1,0 +1,125 @@
+// One worker per lcore (SPEC §1): polls its RX queues, reads the clock once per burst, runs the
+// core pipeline on every packet, and sends what passes on the TX queue of the peer port. Packets
+// a shaping rule delays wait in this worker's timing wheel until their departure time; packets
+// the device cannot take yet wait in a per-TX-queue buffer (back-pressure) and are retried.
+//
+// Everything here belongs to one lcore (DPDK l3fwd's lcore_conf): the object is cache-aligned
+// and shares nothing mutable with other workers except, inside the pipeline, bucket words and
+// flow tables (CAS). Nothing allocates after create().
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "counters.hpp"
+#include "pipeline.hpp"
+#include "result.hpp"
+#include "timing_wheel.hpp"
+#include "tsc_clock.hpp"
+#include "tx_buffer.hpp"
+
+namespace sluice {
+
+// The largest RX burst a worker asks for.
+constexpr uint16_t kMaxBurst = 64;
+
+struct WorkerRx {
+  uint16_t port = 0;
+  uint16_t queue = 0;
+  uint16_t tx = 0;  // index into WorkerSetup::tx: where this queue's packets leave
+};
+
+struct WorkerTx {
+  uint16_t port = 0;
+  uint16_t queue = 0;
+};
+
+struct WorkerSetup {
+  unsigned lcore = 0;
+  std::vector<WorkerRx> rx;
+  std::vector<WorkerTx> tx;
+  uint16_t burst = 32;                // <= kMaxBurst
+  size_t tx_buffer_capacity = 1024;   // mbufs per TX queue waiting for the device
+  size_t wheel_capacity = 8192;       // delayed mbufs held at once (0: no shaping rules)
+  uint64_t slot_ns = 1000;            // timing-wheel slot width
+  uint64_t horizon_ns = 1000;         // pipeline max_delay_ns() + slot_ns
+  size_t expire_budget = 64;          // flow slots visited per expire_idle() call
+  uint64_t expire_interval_ns = 10'000;  // time between expire_idle() calls
+  TscClock clock;                     // shared epoch: every worker's now_ns is comparable
+};
+
+// Counters of what happened outside the pipeline's rules, per worker. Written by the worker
+// only (relaxed load + store, no read-modify-write on the hot path), read by the control thread.
+struct WorkerStats {
+  uint64_t rx_packets = 0;
+  uint64_t tx_packets = 0;
+  uint64_t tx_dropped = 0;         // TX buffer full (device back-pressure outlasted the buffer)
+  uint64_t shaper_overflow = 0;    // delayed packet refused by a full timing wheel
+  uint64_t shutdown_dropped = 0;   // held (delayed or unsent) at shutdown and freed
+  uint64_t flows_expired = 0;      // idle flows freed by this worker's expire_idle() calls
+
+  WorkerStats& operator+=(const WorkerStats& o);
+};
+
+class alignas(RTE_CACHE_LINE_SIZE) Worker {
+ public:
+  // Errors: the wheel or buffers could not be allocated, a burst above kMaxBurst.
+  static Result<std::unique_ptr<Worker>> create(Pipeline& pipeline, WorkerSetup setup,
+                                                const std::atomic<bool>* stop);
+  ~Worker();  // frees any mbuf still held: the mempool must still exist
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // The lcore loop: runs until *stop, then frees what is still held (see shutdown()).
+  void run();
+
+  unsigned lcore() const { return setup_.lcore; }
+  bool has_queues() const { return !setup_.rx.empty(); }
+  const WorkerCounters& counters() const { return counters_; }
+  WorkerStats stats() const;
+  size_t held() const { return wheel_.size(); }
+
+ private:
+  struct TxQueue {
+    WorkerTx where;
+    TxBuffer<rte_mbuf*> buffer;
+  };
+  struct HeldPacket {
+    rte_mbuf* mbuf = nullptr;
+    uint16_t tx = 0;  // index into tx_
+  };
+  // One cache line of counters the control thread reads, apart from the hot fields.
+  struct alignas(RTE_CACHE_LINE_SIZE) AtomicStats {
+    std::atomic<uint64_t> rx_packets{0}, tx_packets{0}, tx_dropped{0}, shaper_overflow{0},
+        shutdown_dropped{0}, flows_expired{0};
+  };
+
+  Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* stop);
+
+  void handle_burst(const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n, uint64_t now_ns);
+  void release_due(uint64_t now_ns);
+  // Buffers m for TX queue q; false (caller drops and counts) only if the device would not
+  // take enough of the buffer to make room.
+  bool enqueue(TxQueue& q, rte_mbuf* m);
+  void flush(TxQueue& q);
+  void flush_tx();
+  // After the loop: held packets were due later, so a stopped shaper drops them; unsent ones
+  // get one last try if try_send (the ports are still started). Everything else is freed, so
+  // the pool is full once the ports stop. Idempotent.
+  void shutdown(bool try_send);
+
+  Pipeline& pipeline_;
+  const std::atomic<bool>* stop_;
+  WorkerSetup setup_;
+  TscClock clock_;
+  WorkerCounters counters_;
+  std::vector<TxQueue> tx_;
+  TimingWheel<HeldPacket> wheel_;
+  AtomicStats stats_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,57 @@
+// sluiced's live-mode options: --report, --stats-interval, --flows (parsing only).
+#include <gtest/gtest.h>
+
+#include "cli_args.hpp"
+
+namespace sluice {
+namespace {
+
+Result<CliArgs> parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "sluiced");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return parse_cli_args(int(argv.size()), argv.data());
+}
+
+TEST(LiveCli, ReportStatsIntervalAndFlows) {
+  auto a = parse({"-l", "0,1", "--", "--config", "r.yaml", "--report", "out.json",
+                  "--stats-interval", "0.5", "--flows", "10000000"});
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->mode, RunMode::live);
+  EXPECT_EQ(a->report_path, "out.json");
+  EXPECT_EQ(a->stats_interval_ms, 500u);
+  EXPECT_EQ(a->flows, 10'000'000u);
+
+  auto defaults = parse({"--", "--config", "r.yaml"});
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->report_path, "");
+  EXPECT_EQ(defaults->stats_interval_ms, 0u);
+  EXPECT_EQ(defaults->flows, 0u);
+  auto eq = parse({"--", "--config=r.yaml", "--stats-interval=2"});
+  ASSERT_TRUE(eq);
+  EXPECT_EQ(eq->stats_interval_ms, 2000u);
+}
+
+TEST(LiveCli, RejectsBadValuesWithTheOptionName) {
+  for (auto bad : std::vector<std::vector<std::string>>{
+           {"--", "--config", "r", "--stats-interval", "0"},
+           {"--", "--config", "r", "--stats-interval", "-1"},
+           {"--", "--config", "r", "--stats-interval", "soon"},
+           {"--", "--config", "r", "--stats-interval", "1e9"},
+           {"--", "--config", "r", "--flows", "0"},
+           {"--", "--config", "r", "--flows", "-5"},
+           {"--", "--config", "r", "--flows", "99999999999"},
+           {"--", "--config", "r", "--report"},
+       }) {
+    auto a = parse(bad);
+    ASSERT_FALSE(a) << bad[3];
+    EXPECT_NE(a.error().message.find(bad[3]), std::string::npos) << a.error().message;
+  }
+}
+
+TEST(LiveCli, ReplayDoesNotTakeLiveOptions) {
+  EXPECT_FALSE(parse({"--replay", "i", "--out", "o", "--report", "r", "--config", "c", "--flows", "5"}));
+}
+
+}  // namespace
+}  // namespace sluice
