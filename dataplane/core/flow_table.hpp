@@ -89,6 +89,14 @@ class FlowTable {
   // Read-only lookup (no insert, no touch); nullptr if absent or not yet published.
   const FlowSlot* find(uint64_t hash) const;
 
+  // Starts loading the set a hash lives in (4 cache lines), so that a burst can hash every
+  // packet first and find_or_insert() later hits cache instead of waiting on memory.
+  void prefetch(uint64_t hash) const {
+    const Set* set = &sets_[set_of(tag_of(hash))];
+    for (unsigned line = 0; line < sizeof(Set); line += 64)
+      __builtin_prefetch(reinterpret_cast<const char*>(set) + line, 1, 3);
+  }
+
   // Visits at most max_slots slots from where the previous call stopped (wrapping), freeing the
   // idle ones. Concurrent callers get disjoint ranges. Returns the number freed.
   size_t expire(uint64_t now_ns, size_t max_slots);

@@ -128,14 +128,12 @@ struct Pipeline::Impl {
 
   explicit Impl(RuleSet r) : rules(std::move(r)), classifier(rules.rules) {}
 
-  // The bucket words of rule `idx` for this packet: the aggregate, or the flow's slot
-  // (created on first packet). Null when the table has no slot for a new flow.
-  std::atomic<uint64_t>* state_for(const CompiledRule& cr, const ParsedFrame& pf,
-                                   uint64_t now_ns, size_t idx) {
+  // The bucket words of a rule for this packet: the aggregate, or the slot of the flow
+  // with this hash (created on its first packet). Null when the table has no slot for a
+  // new flow.
+  static std::atomic<uint64_t>* state_for(const CompiledRule& cr, uint64_t hash, uint64_t now_ns) {
     if (!cr.flows) return aggregate_state(cr, now_ns);
-    const Rule& r = *cr.rule;
-    uint64_t h = hash_flow_key(make_flow_key(pf, r.key, r.key_prefix_len), hash_seed + idx);
-    auto l = cr.flows->find_or_insert(h, now_ns, [&](FlowSlot& s) { cr.init_state(s.state, now_ns); });
+    auto l = cr.flows->find_or_insert(hash, now_ns, [&](FlowSlot& s) { cr.init_state(s.state, now_ns); });
     return l.slot ? l.slot->state : nullptr;
   }
 
@@ -188,11 +186,41 @@ struct Pipeline::Impl {
                pf, now_ns);
   }
 
+  // What the first stage of a packet's processing learns: its parse, its rule and, for a
+  // keyed rule, its flow hash (with the flow's set already being fetched).
+  struct Classified {
+    ParsedFrame pf;
+    int rule = -1;
+    uint64_t flow_hash = 0;
+  };
+
+  uint64_t flow_hash(const CompiledRule& cr, const ParsedFrame& pf, size_t idx) const {
+    const Rule& r = *cr.rule;
+    return hash_flow_key(make_flow_key(pf, r.key, r.key_prefix_len), hash_seed + idx);
+  }
+
+  void classify(const uint8_t* frame, uint32_t len, uint16_t port, Classified& c) const {
+    c.pf = parse_frame(frame, len);
+    c.pf.frame_len = len;
+    c.rule = c.pf.status == FrameStatus::ok ? classifier.classify(c.pf, port) : -1;
+    if (c.rule < 0) return;
+    const CompiledRule& cr = *compiled[size_t(c.rule)];
+    if (!cr.flows) return;
+    c.flow_hash = flow_hash(cr, c.pf, size_t(c.rule));
+    cr.flows->prefetch(c.flow_hash);
+  }
+
   Verdict process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t now_ns,
                   WorkerCounters& counters) {
-    ParsedFrame pf = parse_frame(frame, len);
-    pf.frame_len = len;
-    int idx = pf.status == FrameStatus::ok ? classifier.classify(pf, port) : -1;
+    Classified c;
+    classify(frame, len, port, c);
+    return finish(frame, c, now_ns, counters);
+  }
+
+  Verdict finish(uint8_t* frame, const Classified& cl, uint64_t now_ns, WorkerCounters& counters) {
+    const ParsedFrame& pf = cl.pf;
+    const uint32_t len = pf.frame_len;
+    int idx = cl.rule;
     if (idx < 0) {
       TrafficCounters& d = counters.default_rule();
       d.add(Outcome::matched, len);
@@ -207,10 +235,12 @@ struct Pipeline::Impl {
     // below it, so a refused packet charges nothing (SPEC §3 Hierarchy).
     std::array<std::atomic<uint64_t>*, kMaxChain> charged{};
     for (size_t level = 0; level < top.chain_len; ++level) {
-      const CompiledRule& cr = *compiled[size_t(top.chain[level])];
-      std::atomic<uint64_t>* w = state_for(cr, pf, now_ns, size_t(top.chain[level]));
+      const size_t at = size_t(top.chain[level]);
+      const CompiledRule& cr = *compiled[at];
+      std::atomic<uint64_t>* w =
+          state_for(cr, level == 0 ? cl.flow_hash : (cr.flows ? flow_hash(cr, pf, at) : 0), now_ns);
       if (w == nullptr) {
-        refund(top, charged, level, pf.frame_len, now_ns);
+        refund(top, charged, level, len, now_ns);
         c.add(Outcome::exceeded, len);
         return act(cr.rule->overflow.value_or(cr.rule->action), c, frame, pf, now_ns);
       }
@@ -285,11 +315,28 @@ Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Pipeline::~Pipeline() = default;
 
 const RuleSet& Pipeline::rules() const { return impl_->rules; }
+
+void Pipeline::set_single_writer(bool single_writer) {
+  for (auto& cr : impl_->compiled)
+    cr->sharing = single_writer ? Sharing::single_writer : Sharing::shared;
+}
 uint64_t Pipeline::max_delay_ns() const { return impl_->max_delay_ns; }
 
 Verdict Pipeline::process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t now_ns,
                           WorkerCounters& counters) {
   return impl_->process(frame, len, port, now_ns, counters);
+}
+
+void Pipeline::process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
+                             WorkerCounters& counters, Verdict* verdicts) {
+  Impl::Classified cl[kMaxBurst];
+  for (size_t done = 0; done < n; done += kMaxBurst) {
+    const size_t m = std::min(kMaxBurst, n - done);
+    for (size_t i = 0; i < m; ++i)
+      impl_->classify(frames[done + i].data, frames[done + i].len, port, cl[i]);
+    for (size_t i = 0; i < m; ++i)
+      verdicts[done + i] = impl_->finish(frames[done + i].data, cl[i], now_ns, counters);
+  }
 }
 
 size_t Pipeline::expire_idle(uint64_t now_ns, size_t max_slots) {

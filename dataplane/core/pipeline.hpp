@@ -46,6 +46,10 @@ class Pipeline {
   // Longest max-delay of any shaping rule (0 if none): the horizon a timing wheel needs.
   uint64_t max_delay_ns() const;
 
+  // Overrides PipelineOptions::single_writer, for callers that learn the number of threads
+  // after creating the pipeline. Only while no thread is calling process().
+  void set_single_writer(bool single_writer);
+
   // One frame. May rewrite the frame in place (DSCP marking). Thread-safe: any number of
   // workers may call it concurrently with their own counters.
   Verdict process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t now_ns,
@@ -54,6 +58,18 @@ class Pipeline {
   // Frees flow slots idle longer than their rule's idle-timeout, visiting at most
   // `max_slots` slots from where the previous call stopped. Returns the number freed.
   size_t expire_idle(uint64_t now_ns, size_t max_slots);
+
+  // A burst of frames, all from one ingress port at one clock reading: classifies and
+  // hashes every frame first and prefetches its flow slot, then charges them in order, so
+  // the flow-table memory latency of one packet overlaps the work on the others. Same
+  // results as calling process() on each frame in order.
+  struct Frame {
+    uint8_t* data;
+    uint32_t len;
+  };
+  static constexpr size_t kMaxBurst = 64;
+  void process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
+                     WorkerCounters& counters, Verdict* verdicts);
 
   CountersSnapshot snapshot(const std::vector<const WorkerCounters*>& workers) const;
 

@@ -170,6 +170,10 @@ Dataplane::~Dataplane() {
 
 Status Dataplane::start() {
   if (!launched_.empty() || stopped_) return make_error("dataplane already started");
+  // With one worker no bucket word is ever shared: publish with plain stores, not CAS.
+  size_t running = 0;
+  for (auto& w : workers_) running += w->has_queues();
+  pipeline_.set_single_writer(running == 1);
   for (auto& w : workers_) {
     if (!w->has_queues()) continue;
     if (int ret = rte_eal_remote_launch(launch_worker, w.get(), w->lcore()); ret != 0) {

@@ -12,8 +12,6 @@ namespace sluice {
 
 namespace {
 
-// Packets ahead whose first cache line is prefetched while the current one is processed.
-constexpr uint16_t kPrefetchAhead = 4;
 
 // Single-writer counter: a plain load and store, no locked instruction on the hot path.
 inline void bump(std::atomic<uint64_t>& c, uint64_t n) {
@@ -100,14 +98,18 @@ void Worker::handle_burst(const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n, uint
   uint16_t n_dropped = 0;
   uint64_t tx_full = 0, overflow = 0;
 
-  for (uint16_t i = 0; i < std::min(n, kPrefetchAhead); ++i)
-    rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
+  // The pipeline classifies the whole burst first (prefetching each flow's slot), then
+  // charges it; the frames' first cache lines are fetched ahead of the parser here.
+  Pipeline::Frame frames[kMaxBurst];
+  Verdict verdicts[kMaxBurst];
   for (uint16_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
+    frames[i] = {rte_pktmbuf_mtod(pkts[i], uint8_t*), rte_pktmbuf_data_len(pkts[i])};
+    rte_prefetch0(frames[i].data);
+  }
+  pipeline_.process_burst(frames, n, rxq.port, now_ns, counters_, verdicts);
+  for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
-    // No scatter is configured, so the first segment is the whole frame.
-    const Verdict v = pipeline_.process(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m),
-                                        rxq.port, now_ns, counters_);
+    const Verdict& v = verdicts[i];
     if (v.kind == Verdict::Kind::drop) {
       dropped[n_dropped++] = m;
     } else if (v.depart_ns > now_ns) {

@@ -26,6 +26,7 @@ namespace sluice {
 
 // The largest RX burst a worker asks for.
 constexpr uint16_t kMaxBurst = 64;
+static_assert(kMaxBurst <= Pipeline::kMaxBurst);
 
 struct WorkerRx {
   uint16_t port = 0;
