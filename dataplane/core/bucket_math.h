@@ -162,6 +162,27 @@ static inline sl_s64 sl_rebase(const struct sl_rate_profile *p, sl_s64 d) {
 
 static inline sl_s64 sl_min_s64(sl_s64 a, sl_s64 b) { return a < b ? a : b; }
 
+/* ------------------------------------- policing on a credit (shared by gcra and token-bucket) */
+
+/* The conformance decision on a credit d0 (after the backward-step rule). Both policers
+ * call it, so their results cannot drift apart: returns 1 and the credit after the charge,
+ * min(d0, B_u) - I_c, if the packet conforms. */
+static inline int sl_police_credit(const struct sl_rate_profile *p, sl_s64 d0, sl_u64 cost,
+                                   sl_s64 *after) {
+  sl_u64 ic;
+  if (cost > p->burst_tokens) return 0;
+  ic = sl_cost_u(p, cost);
+  if (d0 < sl_need(ic, p->burst_u)) return 0;
+  *after = sl_min_s64(d0, (sl_s64)p->burst_u) - (sl_s64)ic;
+  return 1;
+}
+
+/* The credit after giving back a charge of cost (hierarchy refund), never above full. */
+static inline sl_s64 sl_refund_credit(const struct sl_rate_profile *p, sl_s64 d, sl_u64 cost) {
+  sl_s64 full = (sl_s64)p->burst_u;
+  return sl_min_s64(sl_min_s64(sl_rebase(p, d), full) + (sl_s64)sl_cost_u(p, cost), full);
+}
+
 /* ---------------------------------------------------------------- gcra (word = TAT) */
 
 static inline sl_u64 sl_gcra_init(const struct sl_rate_profile *p, sl_u64 now_ns) {
@@ -169,30 +190,23 @@ static inline sl_u64 sl_gcra_init(const struct sl_rate_profile *p, sl_u64 now_ns
 }
 
 /* Returns 1 if the packet conforms. *next is the word to publish (may differ from tat
- * even on a refusal, when a backward step re-based the bucket). */
+ * even on a refusal, when a backward step re-based the bucket). TAT' = max(TAT, t) + I_c;
+ * in credit terms d' = min(d, B_u) - I_c, and TAT = t - d + B_u. */
 static inline int sl_gcra_decide(const struct sl_rate_profile *p, sl_u64 tat, sl_u64 now_ns,
                                  sl_u64 cost, sl_u64 *next) {
   sl_u64 t = sl_time_u(p, now_ns);
   sl_s64 d = sl_credit(t, tat - p->burst_u);
-  sl_s64 d0 = sl_rebase(p, d);
-  sl_u64 ic;
+  sl_s64 d0 = sl_rebase(p, d), after;
   *next = d0 == d ? tat : t + p->burst_u;
-  if (cost > p->burst_tokens) return 0;
-  ic = sl_cost_u(p, cost);
-  if (d0 < sl_need(ic, p->burst_u)) return 0;
-  /* TAT' = max(TAT, t) + I_c; in credit terms d' = min(d, B_u) - I_c. */
-  *next = t - (sl_u64)(sl_min_s64(d0, (sl_s64)p->burst_u) - (sl_s64)ic) + p->burst_u;
+  if (!sl_police_credit(p, d0, cost, &after)) return 0;
+  *next = t - (sl_u64)after + p->burst_u;
   return 1;
 }
 
-/* Give back a charge of cost (hierarchy refund), never above a full bucket. */
 static inline sl_u64 sl_gcra_refund(const struct sl_rate_profile *p, sl_u64 tat, sl_u64 now_ns,
                                     sl_u64 cost) {
   sl_u64 t = sl_time_u(p, now_ns);
-  sl_s64 d = sl_rebase(p, sl_credit(t, tat - p->burst_u));
-  sl_s64 full = (sl_s64)p->burst_u;
-  sl_s64 nd = sl_min_s64(sl_min_s64(d, full) + (sl_s64)sl_cost_u(p, cost), full);
-  return t - (sl_u64)nd + p->burst_u;
+  return t - (sl_u64)sl_refund_credit(p, sl_credit(t, tat - p->burst_u), cost) + p->burst_u;
 }
 
 /* ------------------------------------------- token-bucket (word = [stamp:16][credit:48]) */
@@ -226,22 +240,17 @@ static inline int sl_tb_decide(const struct sl_rate_profile *p, sl_u64 word, sl_
                                sl_u64 cost, sl_u64 *next) {
   sl_u64 t = sl_time_u(p, now_ns);
   sl_s64 d = sl_tb_credit(word, t);
-  sl_s64 d0 = sl_rebase(p, d);
-  sl_u64 ic;
+  sl_s64 d0 = sl_rebase(p, d), after;
   *next = d0 == d ? word : sl_tb_pack(t, 0);
-  if (cost > p->burst_tokens) return 0;
-  ic = sl_cost_u(p, cost);
-  if (d0 < sl_need(ic, p->burst_u)) return 0;
-  *next = sl_tb_pack(t, sl_min_s64(d0, (sl_s64)p->burst_u) - (sl_s64)ic);
+  if (!sl_police_credit(p, d0, cost, &after)) return 0;
+  *next = sl_tb_pack(t, after);
   return 1;
 }
 
 static inline sl_u64 sl_tb_refund(const struct sl_rate_profile *p, sl_u64 word, sl_u64 now_ns,
                                   sl_u64 cost) {
   sl_u64 t = sl_time_u(p, now_ns);
-  sl_s64 d = sl_rebase(p, sl_tb_credit(word, t));
-  sl_s64 full = (sl_s64)p->burst_u;
-  return sl_tb_pack(t, sl_min_s64(sl_min_s64(d, full) + (sl_s64)sl_cost_u(p, cost), full));
+  return sl_tb_pack(t, sl_refund_credit(p, sl_tb_credit(word, t), cost));
 }
 
 /* ----------------------------------------------------- leaky-bucket shaper (word = TAT) */
