@@ -1,15 +1,41 @@
 #!/usr/bin/env bash
-# sluice demo: generates a small trace with flows below and above the limits of
-# examples/rules.yaml, runs it through `sluiced --replay` (the same parse -> classify ->
-# limit -> shape code as the live dataplane, with capture timestamps as the clock) and
-# prints the per-rule counters. Needs no NIC, no hugepages, no root.
+# sluice demo.
 #
-#   scripts/demo.sh [RULES.yaml]      (BUILD=dir to use another build directory)
+#   scripts/demo.sh [RULES.yaml]            live (default; needs root): ~20 s
+#   scripts/demo.sh --replay [RULES.yaml]   offline replay: no NIC, no hugepages, no root
+#   (BUILD=dir uses another build directory; SLUICE_DEMO_PMD=af_packet skips AF_XDP)
+#
+# Live: creates two network namespaces joined by a veth pair, runs the DPDK dataplane
+# `sluiced` on one end through net_af_xdp (net_af_packet if AF_XDP cannot start), one port,
+# so what passes goes back out of it, with examples/rules-live.yaml, and drives
+# `sluice-sender` from the other namespace: first every class of traffic below its limit,
+# then above it. sluiced prints its per-rule counters every second; at the end it stops on
+# SIGINT and prints the final ones. Everything it created is removed on exit (trap), however
+# it ends. All traffic stays on the veth pair, with addresses from 198.18.0.0/15 and
+# 192.0.2.0/24.
+#
+# Replay: generates a trace with flows below and above the limits of examples/rules.yaml,
+# runs it through `sluiced --replay` (the same parse -> classify -> limit -> shape code as the
+# live dataplane, with capture timestamps as the clock) and prints the per-rule counters.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-RULES=${1:-examples/rules.yaml}
+MODE=live
+if [[ ${1:-} == --replay ]]; then
+  MODE=replay
+  shift
+fi
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 BUILD=${BUILD:-build}
+
+if [[ $MODE == live && $(id -u) != 0 ]]; then
+  echo "demo: the live demo needs root (network namespaces, veth, AF_XDP); running the replay" >&2
+  echo "      demo instead (scripts/demo.sh --replay). Run as root for the live one." >&2
+  MODE=replay
+fi
 
 if [[ -f scripts/setup-deps.sh ]]; then
   bash scripts/setup-deps.sh
@@ -17,30 +43,174 @@ fi
 if [[ ! -f "$BUILD/build.ninja" ]]; then
   meson setup "$BUILD" >/dev/null
 fi
-ninja -C "$BUILD" dataplane/sluiced tools/sluice-tracegen >/dev/null
+ninja -C "$BUILD" dataplane/sluiced tools/sluice-tracegen tools/sluice-sender >/dev/null
 
 SLUICED="$BUILD/dataplane/sluiced"
 TRACEGEN="$BUILD/tools/sluice-tracegen"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-demo.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+SENDER="$BUILD/tools/sluice-sender"
 
-# Two seconds of traffic, four kinds of flows.
-gen() { "$TRACEGEN" --packets "$1" --pps "$2" --start-ns 1000000000 "${@:3}"; }
-gen 800  400  --flows 8 --src-base 10.2.0.1 --dst-port 53 --out "$TMP/dns-ok.pcap"     # 50/s per source
-gen 2000 1000 --flows 2 --src-base 10.3.0.1 --dst-port 53 --out "$TMP/dns-flood.pcap"  # 500/s per source
-gen 1600 800  --proto tcp --src-base 10.4.0.1 --dst-port 80 --size 128 \
-    --malformed-every 100 --out "$TMP/web.pcap"                                        # 800/s, some broken
-gen 1500 750  --flows 4 --src-base 10.1.0.1 --dst-port 5000 --size 1000 --poisson \
-    --out "$TMP/tenant.pcap"                                                           # ~6 Mbit/s
-"$TRACEGEN" --out "$TMP/in.pcap" --merge "$TMP/dns-ok.pcap" --merge "$TMP/dns-flood.pcap" \
-    --merge "$TMP/web.pcap" --merge "$TMP/tenant.pcap"
+# ------------------------------------------------------------------------------- replay
+if [[ $MODE == replay ]]; then
+  RULES=${1:-examples/rules.yaml}
+  TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-demo.XXXXXX")
+  trap 'rm -rf "$TMP"' EXIT
 
+  # Two seconds of traffic, four kinds of flows.
+  gen() { "$TRACEGEN" --packets "$1" --pps "$2" --start-ns 1000000000 "${@:3}"; }
+  gen 800  400  --flows 8 --src-base 10.2.0.1 --dst-port 53 --out "$TMP/dns-ok.pcap"     # 50/s per source
+  gen 2000 1000 --flows 2 --src-base 10.3.0.1 --dst-port 53 --out "$TMP/dns-flood.pcap"  # 500/s per source
+  gen 1600 800  --proto tcp --src-base 10.4.0.1 --dst-port 80 --size 128 \
+      --malformed-every 100 --out "$TMP/web.pcap"                                        # 800/s, some broken
+  gen 1500 750  --flows 4 --src-base 10.1.0.1 --dst-port 5000 --size 1000 --poisson \
+      --out "$TMP/tenant.pcap"                                                           # ~6 Mbit/s
+  "$TRACEGEN" --out "$TMP/in.pcap" --merge "$TMP/dns-ok.pcap" --merge "$TMP/dns-flood.pcap" \
+      --merge "$TMP/web.pcap" --merge "$TMP/tenant.pcap"
+
+  echo "== rules: $RULES"
+  echo "== traffic: 8 DNS sources at 50/s (under the limit), 2 at 500/s (over it),"
+  echo "   web at 800/s (over 500/s, 1% malformed), tenant A at ~6 Mbit/s (shaped to 4 Mbit/s)"
+  echo
+  "$SLUICED" --replay "$TMP/in.pcap" --out "$TMP/out.pcap" --report "$TMP/report.json" \
+      --config "$RULES" --hash-seed 1 --stats
+  echo
+  echo "(REPORT.json has the same counters, in packets and bytes; OUT.pcap the packets that left,"
+  echo " shaped ones stamped with their departure time.)"
+  exit 0
+fi
+
+# --------------------------------------------------------------------------------- live
+RULES=${1:-examples/rules-live.yaml}
+# The namespace, veth, process and clean-up helpers of the integration tests.
+# shellcheck source=tests/integration/lib.sh
+source tests/integration/lib.sh
+set +E
+trap - ERR
+IT_NAME=demo
+IT_ID=$$
+IT_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sluice-demo.XXXXXX")
+trap it_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+[[ $(nproc) -ge 2 ]] || { echo "demo: the live demo needs 2 CPUs; try scripts/demo.sh --replay" >&2; exit 1; }
+
+NS_DP=sluice-demo-dp-$IT_ID NS_TX=sluice-demo-tx-$IT_ID
+DP_IF=sdemo$IT_ID TX_IF=tdemo$IT_ID
+it_netns "$NS_DP"
+it_netns "$NS_TX"
+it_veth "$DP_IF" "$NS_DP" "$TX_IF" "$NS_TX"
+echo "== namespaces $NS_TX ($TX_IF: sluice-sender) <-veth-> $NS_DP ($DP_IF: sluiced)"
 echo "== rules: $RULES"
-echo "== traffic: 8 DNS sources at 50/s (under the limit), 2 at 500/s (over it),"
-echo "   web at 800/s (over 500/s, 1% malformed), tenant A at ~6 Mbit/s (shaped to 4 Mbit/s)"
+
+# sluiced: AF_XDP first, AF_PACKET if that does not come up.
+DP_PID=""
+start_sluiced() {  # start_sluiced VDEV
+  local prefix
+  it_prefix prefix
+  : >"$IT_DIR/sluiced.out"
+  # shellcheck disable=SC2046
+  it_spawn DP_PID "$IT_DIR/sluiced.out" "$IT_DIR/sluiced.err" \
+    ip netns exec "$NS_DP" "$SLUICED" -l 0,1 $(it_eal_common "$prefix") --vdev "$1" -- \
+    --config "$RULES" --report "$IT_DIR/report.json" --stats-interval 1
+  local rc=0
+  it_try_wait_for "$IT_DIR/sluiced.err" 'worker\(s\) running' 20 "$DP_PID" || rc=$?
+  if [[ $rc != 0 ]]; then
+    kill -INT "$DP_PID" 2>/dev/null || true
+    it_wait_exit "$DP_PID" 10
+    return 1
+  fi
+}
+if [[ ${SLUICE_DEMO_PMD:-af_xdp} == af_xdp ]] && start_sluiced "net_af_xdp0,iface=$DP_IF"; then
+  echo "== sluiced: net_af_xdp on $DP_IF"
+else
+  if [[ ${SLUICE_DEMO_PMD:-af_xdp} == af_xdp ]]; then
+    echo "== AF_XDP did not start ($(grep -m1 -iE 'error|fail' "$IT_DIR/sluiced.err" || echo "no reason given")); using net_af_packet"
+  fi
+  start_sluiced "net_af_packet0,iface=$DP_IF" || {
+    cat "$IT_DIR/sluiced.err" >&2
+    echo "demo: sluiced did not start" >&2
+    exit 1
+  }
+  echo "== sluiced: net_af_packet on $DP_IF"
+fi
+
+# sluiced's counters tables, every second, with the time since the start above each.
+tail --pid="$DP_PID" -s 0.1 -n +1 -F "$IT_DIR/sluiced.out" 2>/dev/null | {
+  n=0
+  while IFS= read -r line; do
+    if [[ $line == "rule "* ]]; then
+      printf '\n--- t = %d s\n' $n
+      n=$((n + 1))
+    fi
+    printf '%s\n' "$line"
+  done
+} &
+SHOW_PID=$!
+
+it_rt_prefix RT
+# send NAME SECONDS SENDER-OPTIONS...: one class of traffic, in the background.
+SENDERS=()
+send() {
+  local name=$1 secs=$2
+  shift 2
+  # shellcheck disable=SC2086
+  $RT ip netns exec "$NS_TX" taskset -c 0 "$SENDER" --iface "$TX_IF" --seconds "$secs" "$@" \
+    >"$IT_DIR/$name.json" 2>"$IT_DIR/$name.err" &
+  SENDERS+=($!)
+  IT_PIDS+=($!)
+}
+wait_senders() {
+  local p
+  for p in "${SENDERS[@]}"; do
+    wait "$p" || echo "demo: a sender failed" >&2
+    it_forget "$p"
+  done
+  SENDERS=()
+}
+dns_ok()    { send "$1" "$2" --flows 8 --src-base 198.18.1.1 --dst 192.0.2.53 --dst-port 53 --pps 400; }
+dns_flood() { send "$1" "$2" --flows 2 --src-base 198.18.2.1 --dst 192.0.2.53 --dst-port 53 --pps 1000; }
+web()       { send "$1" "$2" --proto tcp --src-base 198.18.3.1 --dst 192.0.2.80 --dst-port 80 --size 128 --pps "$3"; }
+tenant()    { send "$1" "$2" --flows 4 --src-base 198.18.100.1 --dst 192.0.2.100 --dst-port 5000 --size 1000 --pps "$3"; }
+
+sleep 1.2
 echo
-"$SLUICED" --replay "$TMP/in.pcap" --out "$TMP/out.pcap" --report "$TMP/report.json" \
-    --config "$RULES" --hash-seed 1 --stats
+echo "== phase 1 (5 s), everything under its limit: 8 DNS sources at 50/s each (limit 100/s),"
+echo "   web at 300/s (marked above 500/s), tenant A at 2 Mbit/s (shaped to 4 Mbit/s)"
+dns_ok p1-dns 5
+web p1-web 5 300
+tenant p1-tenant 5 250
+wait_senders
+
 echo
-echo "(REPORT.json has the same counters, in packets and bytes; OUT.pcap the packets that left,"
-echo " shaped ones stamped with their departure time.)"
+echo "== phase 2 (6 s), over the limits: + 2 DNS sources at 500/s each, web at 1000/s,"
+echo "   tenant A at 8 Mbit/s (delayed, and dropped where the wait would exceed 5 ms)"
+dns_ok p2-dns 6
+dns_flood p2-flood 6
+web p2-web 6 1000
+tenant p2-tenant 6 1000
+wait_senders
+sleep 1.2
+
+echo
+echo "== stopping sluiced (SIGINT): final counters"
+it_stop "$DP_PID" 20 INT
+wait "$SHOW_PID" 2>/dev/null || true
+echo
+python3 - "$IT_DIR" <<'EOF'
+import json, sys, glob, os
+d = sys.argv[1]
+sent = {}
+for f in sorted(glob.glob(d + "/p*.json")):
+    s = json.load(open(f))
+    sent[os.path.basename(f)[:-5]] = s
+print("sent: " + ", ".join("%s %d pkts (%.0f pps)" % (k, v["packets"], v["achieved_pps"])
+                           for k, v in sent.items()))
+r = {x["name"]: x for x in json.load(open(d + "/report.json"))["rules"]}
+dns, web, ten = r["dns-per-source"], r["web-mark"], r["tenant-a"]
+print("dns-per-source: %d of %d queries dropped, %d sources seen"
+      % (dns["dropped_packets"], dns["matched_packets"], dns["active_flows"]))
+print("web-mark:       %d of %d packets re-marked AF11" % (web["marked_packets"], web["matched_packets"]))
+print("tenant-a:       %d of %d packets delayed, %d dropped (would have waited > 5 ms)"
+      % (ten["delayed_packets"], ten["matched_packets"], ten["dropped_packets"]))
+EOF
+echo
+echo "(scripts/demo.sh --replay runs the same kinds of rules offline on a generated trace.)"
