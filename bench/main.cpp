@@ -1,0 +1,4 @@
+// Benchmark main without DPDK.
+#include <benchmark/benchmark.h>
+
+BENCHMARK_MAIN();

@@ -1,0 +1,374 @@
+#!/usr/bin/env bash
+# Live dataplane throughput: sluiced beside dpdk-testpmd on the same vdevs and traces.
+#
+#   scripts/bench_dataplane.sh [--flows "1000 100000 1000000"] [--repetitions N]
+#                              [--warmup S] [--duration S] [--no-two-workers] [--profile]
+#
+# Every run: EAL on hugepages, `--vdev net_pcap0,rx_pcap=T.pcap,infinite_rx=1` (the whole
+# trace preloaded into mbufs and replayed in a loop) into `--vdev net_null1,no-rx=1`, port 0 ->
+# port 1, 64-byte UDP frames. Per flow count F a trace of max(F, ~128k) packets in which every
+# flow appears equally often, in random order (sluice-tracegen round robin, then shuffled by
+# bench/dataplane/pcap_shuffle.py). Processes, one at a time, with 1 forwarding lcore:
+#   testpmd io       --forward-mode=io (reference: the cost of the vdevs alone)
+#   testpmd macswap  --forward-mode=macswap (touches every frame, as sluiced does)
+#   sluiced          bench/dataplane/rules.yaml: one per-flow token bucket (key 5-tuple,
+#                    1 Mpps, burst 1000: every packet conforms and is forwarded) with
+#                    --flows 4F (load 1/4: an 8-way set fits every flow, see the notes)
+# and, unless --no-two-workers, the same with 2 forwarding lcores (testpmd --nb-cores=2
+# --rxq=2 --txq=2; sluiced 2 workers): the trace split into two disjoint flow halves, one
+# net_pcap RX queue each (net_pcap has no RSS; this is the spread RSS would give).
+# Rate: port 1 opackets from DPDK telemetry (dpdk-telemetry.py, /ethdev/stats,1), two samples
+# --duration s apart (default 5) after --warmup s (default 2), the same way for all processes.
+# Runs are interleaved per repetition (default 3); tables show medians (min-max).
+# --profile: afterwards `perf record -e cpu-clock -g` on sluiced (1 worker) at the largest F
+# and the top of `perf report`.
+#
+# sluiced sizes its mbuf pool from its rings (~8k mbufs) and has no option for more; the
+# preloaded trace needs one mbuf per packet, so an LD_PRELOAD shim
+# (bench/dataplane/mbuf_pool_shim.c) raises rte_pktmbuf_pool_create()'s count, to the same
+# number testpmd gets with --total-num-mbufs.
+#
+# Hugepages: reserves what the largest trace needs (2 MB pages) and mounts hugetlbfs on a
+# temporary directory if none is mounted; both are undone on exit. Needs root.
+# Prints markdown on stdout; progress and raw numbers on stderr and in $WORK (kept).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build-dpbench}
+FLOWS="1000 100000 1000000"
+REPS=3
+WARMUP=2
+DURATION=5
+TWO_WORKERS=1
+PROFILE=0
+MIN_PACKETS=131072
+RULES=bench/dataplane/rules.yaml
+TELEMETRY=${DPDK_TELEMETRY:-/usr/bin/dpdk-telemetry.py}
+TESTPMD=${DPDK_TESTPMD:-dpdk-testpmd}
+HP_DIR=/sys/kernel/mm/hugepages/hugepages-2048kB
+
+usage() {
+  sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --flows) FLOWS=$2; shift 2 ;;
+    --repetitions) REPS=$2; shift 2 ;;
+    --warmup) WARMUP=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --no-two-workers) TWO_WORKERS=0; shift ;;
+    --profile) PROFILE=1; shift ;;
+    -h|--help) usage ;;
+    *) echo "bench_dataplane: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+
+log() { echo "bench_dataplane: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root (hugepages, DPDK)"
+command -v "$TESTPMD" >/dev/null || die "$TESTPMD not found (Debian: dpdk)"
+[ -x "$TELEMETRY" ] || die "$TELEMETRY not found (Debian: dpdk)"
+[ -d "$HP_DIR" ] || die "no 2 MB hugepage support ($HP_DIR)"
+
+WORK=$(mktemp -d /tmp/sluice-bench-dataplane.XXXXXX)
+PREFIX_BASE="sluice-bench-$$"
+RUN_SEQ=0
+CHILD=""
+HP_PREV=""
+HUGE_MOUNT=""
+HUGE_DIR=""
+
+cleanup() {
+  local rc=$?
+  if [ -n "$CHILD" ] && kill -0 "$CHILD" 2>/dev/null; then
+    kill -INT "$CHILD" 2>/dev/null || true
+    sleep 2
+    kill -KILL "$CHILD" 2>/dev/null || true
+  fi
+  if [ -n "$HUGE_MOUNT" ]; then
+    umount "$HUGE_MOUNT" 2>/dev/null || log "could not unmount $HUGE_MOUNT"
+    rmdir "$HUGE_MOUNT" 2>/dev/null || true
+  fi
+  if [ -n "$HP_PREV" ]; then
+    echo "$HP_PREV" >"$HP_DIR/nr_hugepages" 2>/dev/null || log "could not restore nr_hugepages"
+    log "nr_hugepages restored to $(cat "$HP_DIR/nr_hugepages") (was $HP_PREV)"
+  fi
+  rm -rf /var/run/dpdk/"$PREFIX_BASE"-* 2>/dev/null || true
+  rm -f "$WORK"/*.pcap 2>/dev/null || true
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ------------------------------------------------------------------------------ build
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  # GCC 12 -O3 false positives in libstdc++ (see scripts/bench.sh).
+  meson setup "$BUILD" --buildtype=release "-Dcpp_args=-Wno-error=restrict -Wno-error=array-bounds \
+-Wno-error=stringop-overread -Wno-error=stringop-overflow" >/dev/null
+fi
+ninja -C "$BUILD" dataplane/sluiced tools/sluice-tracegen >&2
+SLUICED=$BUILD/dataplane/sluiced
+TRACEGEN=$BUILD/tools/sluice-tracegen
+SHIM=$WORK/mbuf_pool_shim.so
+cc -O2 -shared -fPIC -o "$SHIM" bench/dataplane/mbuf_pool_shim.c -ldl
+
+# ------------------------------------------------------------------------------ traces
+
+packets_for() {  # every flow the same number of times, at least MIN_PACKETS in all
+  local f=$1
+  echo $(((MIN_PACKETS + f - 1) / f * f))
+}
+
+MAX_PACKETS=0
+for f in $FLOWS; do
+  p=$(packets_for "$f")
+  ((p > MAX_PACKETS)) && MAX_PACKETS=$p
+  log "trace: $f flows, $p packets of 64 bytes"
+  "$TRACEGEN" --out "$WORK/f$f.rr.pcap" --flows "$f" --packets "$p" --size 64 >/dev/null
+  python3 bench/dataplane/pcap_shuffle.py "$WORK/f$f.rr.pcap" "$WORK/f$f.pcap" --seed 1 \
+    --split "$WORK/f$f"
+  rm -f "$WORK/f$f.rr.pcap"
+done
+# One mbuf per trace packet (net_pcap keeps them), plus rings, caches and bursts in flight.
+MBUFS=$((MAX_PACKETS + 32768))
+
+# ------------------------------------------------------------------------------ hugepages
+
+# An mbuf of the default data room takes ~2.4 KB of pool memory; plus EAL and ring overhead.
+HP_NEED=$(((MBUFS * 2500 + 2097151) / 2097152 + 192))
+HP_PREV=$(cat "$HP_DIR/nr_hugepages")
+HP_FREE=$(cat "$HP_DIR/free_hugepages")
+if ((HP_FREE < HP_NEED)); then
+  want=$((HP_PREV + HP_NEED - HP_FREE))
+  echo "$want" >"$HP_DIR/nr_hugepages"
+  got=$(cat "$HP_DIR/nr_hugepages")
+  ((got >= want)) || die "asked for $want hugepages of 2 MB, the kernel gave $got"
+  log "nr_hugepages $HP_PREV -> $got"
+else
+  HP_PREV=""  # nothing to restore
+fi
+HUGE_DIR=$(awk '$3 == "hugetlbfs" && ($4 ~ /pagesize=2M/ || $4 !~ /pagesize=/) {print $2; exit}' /proc/mounts)
+if [ -z "$HUGE_DIR" ]; then
+  HUGE_MOUNT=$WORK/huge
+  mkdir -p "$HUGE_MOUNT"
+  mount -t hugetlbfs -o pagesize=2M nodev "$HUGE_MOUNT"
+  HUGE_DIR=$HUGE_MOUNT
+fi
+log "hugepages: $HP_NEED x 2 MB wanted, $(cat "$HP_DIR/free_hugepages") free, hugetlbfs at $HUGE_DIR"
+
+# ------------------------------------------------------------------------------ runs
+
+# Port 1's opackets (or another field) from one telemetry query; empty if not answering.
+tele_field() {  # prefix field
+  echo "/ethdev/stats,1" | timeout 10 "$TELEMETRY" -f "$1" 2>/dev/null |
+    grep -o "\"$2\": [0-9]*" | head -1 | grep -o '[0-9]*$' || true
+}
+now_s() { date +%s.%N; }
+
+# Waits (at most 10 minutes) until the CPUs have been at least 90% idle for 15 s
+# (the same rule as scripts/bench.sh): other builds take the CPUs the workers need.
+wait_for_quiet() {
+  local deadline=$((SECONDS + 600)) quiet=0 idle=0 total=0 prev_idle prev_total
+  cpu_times() {
+    local u n s i w q sq st
+    read -r _ u n s i w q sq st _ </proc/stat
+    idle=$((i + w)) total=$((u + n + s + i + w + q + sq + st))
+  }
+  cpu_times
+  while ((quiet < 3 && SECONDS < deadline)); do
+    prev_idle=$idle prev_total=$total
+    sleep 5
+    cpu_times
+    if ((100 * (idle - prev_idle) >= 90 * (total - prev_total))); then
+      quiet=$((quiet + 1))
+    else
+      quiet=0
+    fi
+  done
+  ((quiet >= 3)) || log "the machine is still busy after 10 minutes; running anyway"
+}
+
+RESULTS=$WORK/results.csv
+echo "flows,workers,kind,rep,mpps,rss_kib,conform_pct,active_flows,evicted,load1" >"$RESULTS"
+
+# run KIND FLOWS WORKERS REP: starts one process, measures, stops it, appends a CSV row.
+run() {
+  local kind=$1 f=$2 w=$3 rep=$4
+  RUN_SEQ=$((RUN_SEQ + 1))
+  local prefix="$PREFIX_BASE-$RUN_SEQ" lcores rx report="$WORK/report-$RUN_SEQ.json"
+  local out="$WORK/run-$RUN_SEQ-$kind-f$f-w$w.log"
+  if ((w == 1)); then
+    lcores=(-l 0,1)
+    rx="rx_pcap=$WORK/f$f.pcap"
+  else
+    lcores=(--lcores '0@(0,1),1@0,2@1')  # main lcore floats; workers pinned to CPUs 0 and 1
+    rx="rx_pcap=$WORK/f$f.q0.pcap,rx_pcap=$WORK/f$f.q1.pcap"
+  fi
+  local eal=("${lcores[@]}" --no-pci --file-prefix "$prefix" --huge-dir "$HUGE_DIR" --huge-unlink
+             --vdev "net_pcap0,$rx,infinite_rx=1" --vdev net_null1,no-rx=1)
+  local load1
+  load1=$(cut -d' ' -f1 /proc/loadavg)
+  case "$kind" in
+    io|macswap)
+      "$TESTPMD" "${eal[@]}" -- --no-flush-rx "--forward-mode=$kind" "--total-num-mbufs=$MBUFS" \
+        "--nb-cores=$w" "--rxq=$w" "--txq=$w" --stats-period=86400 </dev/null >"$out" 2>&1 &
+      ;;
+    sluiced)
+      SLUICE_BENCH_MBUFS=$MBUFS LD_PRELOAD=$SHIM "$SLUICED" "${eal[@]}" -- --config "$RULES" \
+        --flows $((4 * f)) --report "$report" </dev/null >"$out" 2>&1 &
+      ;;
+  esac
+  CHILD=$!
+  # Up: telemetry answers and packets flow (net_pcap first loads the whole trace).
+  local deadline=$((SECONDS + 120)) o
+  while :; do
+    kill -0 "$CHILD" 2>/dev/null || { tail -20 "$out" >&2; die "$kind exited early (log $out)"; }
+    o=$(tele_field "$prefix" opackets)
+    [ -n "$o" ] && [ "$o" -gt 0 ] && break
+    ((SECONDS < deadline)) || die "$kind: no packets after 120 s (log $out)"
+    sleep 0.5
+  done
+  sleep "$WARMUP"
+  local o1 t1 o2 t2 rss
+  o1=$(tele_field "$prefix" opackets); t1=$(now_s)
+  sleep "$DURATION"
+  o2=$(tele_field "$prefix" opackets); t2=$(now_s)
+  rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$CHILD/status")
+  if [ "$PROFILE_NOW" = 1 ]; then
+    perf record -e cpu-clock -g -p "$CHILD" -o "$WORK/perf.data" -- sleep "$DURATION" \
+      >"$WORK/perf-record.log" 2>&1 || log "perf record failed: $(tail -1 "$WORK/perf-record.log")"
+  fi
+  kill -INT "$CHILD"
+  local i=0
+  while kill -0 "$CHILD" 2>/dev/null && ((i < 200)); do sleep 0.1; i=$((i + 1)); done
+  kill -0 "$CHILD" 2>/dev/null && { log "$kind did not stop on SIGINT; killing"; kill -KILL "$CHILD"; }
+  wait "$CHILD" 2>/dev/null || true
+  CHILD=""
+  rm -rf "/var/run/dpdk/$prefix"
+  local mpps conform="" active="" evicted=""
+  mpps=$(python3 -c "print(f'{($o2 - $o1) / ($t2 - $t1) / 1e6:.3f}')")
+  if [ "$kind" = sluiced ] && [ -f "$report" ]; then
+    read -r conform active evicted < <(python3 - "$report" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["rules"][0]
+print(f"{100 * r['conformed_packets'] / max(1, r['matched_packets']):.3f}", r["active_flows"], r["flows_evicted"])
+EOF
+)
+  fi
+  echo "$f,$w,$kind,$rep,$mpps,$rss,$conform,$active,$evicted,$load1" >>"$RESULTS"
+  log "$(printf '%-8s flows %-8s workers %s rep %s: %7s Mpps  RSS %s KiB  conform %s%%  load %s' \
+    "$kind" "$f" "$w" "$rep" "$mpps" "$rss" "${conform:--}" "$load1")"
+}
+
+log "load average $(cut -d' ' -f1-3 /proc/loadavg); waiting for a quiet machine"
+wait_for_quiet
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
+PROFILE_NOW=0
+for rep in $(seq 1 "$REPS"); do
+  for f in $FLOWS; do
+    for kind in io macswap sluiced; do run "$kind" "$f" 1 "$rep"; done
+    if ((TWO_WORKERS)); then
+      for kind in io macswap sluiced; do run "$kind" "$f" 2 "$rep"; done
+    fi
+  done
+done
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+PROFILE_TOP=""
+if ((PROFILE)); then
+  if command -v perf >/dev/null; then
+    largest=$(echo "$FLOWS" | tr ' ' '\n' | sort -n | tail -1)
+    PROFILE_NOW=1
+    run sluiced "$largest" 1 profile
+    PROFILE_NOW=0
+    PROFILE_TOP=$(perf report -i "$WORK/perf.data" --no-children --sort symbol --percent-limit 0.8 \
+      --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -25 || true)
+  else
+    log "perf not found (Debian: linux-perf): no profile"
+  fi
+fi
+
+# ------------------------------------------------------------------------------ report
+
+python3 - "$RESULTS" "$FLOWS" "$TWO_WORKERS" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+flows = [int(f) for f in sys.argv[2].split()]
+two = sys.argv[3] == "1"
+
+def vals(f, w, kind, field="mpps"):
+    return [float(r[field]) for r in rows
+            if int(r["flows"]) == f and int(r["workers"]) == w and r["kind"] == kind
+            and r["rep"] != "profile" and r[field] != ""]
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+def cell(v):
+    if not v:
+        return "-"
+    return f"{med(v):.2f} ({min(v):.2f}-{max(v):.2f})" if len(v) > 1 else f"{v[0]:.2f}"
+
+def ratio(a, b):
+    return f"{med(a) / med(b):.2f}x" if a and b else "-"
+
+def packets(f):
+    m = 131072
+    return (m + f - 1) // f * f
+
+print("Mpps forwarded port 0 -> 1 with 1 forwarding lcore, median (min-max):\n")
+print("| flows | trace packets | testpmd io | testpmd macswap | sluiced | sluiced / macswap | sluiced conforming |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for f in flows:
+    io, ms, sl = vals(f, 1, "io"), vals(f, 1, "macswap"), vals(f, 1, "sluiced")
+    conf = vals(f, 1, "sluiced", "conform_pct")
+    conf_cell = f"{med(conf):.2f}%" if conf else "-"
+    print(f"| {f:,} | {packets(f):,} | {cell(io)} | {cell(ms)} | {cell(sl)} | {ratio(sl, ms)} | "
+          f"{conf_cell} |")
+if two:
+    print("\nMpps with 2 forwarding lcores (trace split in two flow halves, one RX queue each):\n")
+    print("| flows | testpmd io | testpmd macswap | sluiced | sluiced / macswap | sluiced 2 vs 1 worker |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    for f in flows:
+        io, ms, sl = vals(f, 2, "io"), vals(f, 2, "macswap"), vals(f, 2, "sluiced")
+        print(f"| {f:,} | {cell(io)} | {cell(ms)} | {cell(sl)} | {ratio(sl, ms)} | "
+              f"{ratio(sl, vals(f, 1, 'sluiced'))} |")
+
+print("\nMemory per flow: the flow table is 32 bytes per slot (FlowSlot; sets of 8 slots, "
+      "`--flows` slots per keyed rule, allocated and written at start). Process RSS "
+      "(VmRSS; the mbufs are on hugepages and not in it), 1 worker:\n")
+print("| flows | --flows (slots) | table bytes (code) | sluiced RSS MiB | RSS delta / slot vs smallest | testpmd macswap RSS MiB |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+base_f = min(flows)
+base_rss = med(vals(base_f, 1, "sluiced", "rss_kib")) * 1024
+for f in flows:
+    slots = 4 * f
+    table = (slots + 7) // 8 * 256
+    rss = med(vals(f, 1, "sluiced", "rss_kib")) * 1024
+    delta = (f"{(rss - base_rss) / (slots - 4 * base_f):.1f} B" if f != base_f else "-")
+    print(f"| {f:,} | {slots:,} | {table / 2**20:.2f} MiB ({table / slots:.0f} B/slot, "
+          f"{table / f:.0f} B/flow) | {rss / 2**20:.1f} | {delta} | "
+          f"{med(vals(f, 1, 'macswap', 'rss_kib')) / 1024:.1f} |")
+EOF
+
+cat <<EOF
+
+- command: \`scripts/bench_dataplane.sh$( ((REPS != 3)) && echo " --repetitions $REPS")\`, $REPS repetitions of ${DURATION} s after ${WARMUP} s warm-up
+- machine: $(nproc) CPUs, $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r), DPDK $(pkg-config --modversion libdpdk 2>/dev/null || echo '?')
+- date: $DATE; load average at start: $LOAD_START, at end: $LOAD_END
+- sluiced: $(git log -1 --format='%h %s' 2>/dev/null | cut -c1-80) (+ working tree)
+- raw results: $RESULTS
+EOF
+if [ -n "$PROFILE_TOP" ]; then
+  echo
+  echo "perf record -e cpu-clock -g, sluiced 1 worker, $largest flows (self time, top symbols):"
+  echo
+  echo '```'
+  echo "$PROFILE_TOP"
+  echo '```'
+fi
