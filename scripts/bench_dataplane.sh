@@ -2,7 +2,8 @@
 # Live dataplane throughput: sluiced beside dpdk-testpmd on the same vdevs and traces.
 #
 #   scripts/bench_dataplane.sh [--flows "1000 100000 1000000"] [--repetitions N]
-#                              [--warmup S] [--duration S] [--no-two-workers] [--profile]
+#                              [--warmup S] [--duration S] [--no-two-workers] [--no-thp]
+#                              [--breakdown] [--profile]
 #
 # Every run: EAL on hugepages, `--vdev net_pcap0,rx_pcap=T.pcap,infinite_rx=1` (the whole
 # trace preloaded into mbufs and replayed in a loop) into `--vdev net_null1,no-rx=1`, port 0 ->
@@ -14,12 +15,19 @@
 #   sluiced          bench/dataplane/rules.yaml: one per-flow token bucket (key 5-tuple,
 #                    1 Mpps, burst 1000: every packet conforms and is forwarded) with
 #                    --flows 4F (load 1/4: an 8-way set fits every flow, see the notes)
+#   sluiced THP      the same, its heap (flow tables) on transparent huge pages through
+#                    GLIBC_TUNABLES=glibc.malloc.hugetlb=1: what allocating the flow table on
+#                    huge pages would give (no code change; --no-thp leaves it out)
 # and, unless --no-two-workers, the same with 2 forwarding lcores (testpmd --nb-cores=2
 # --rxq=2 --txq=2; sluiced 2 workers): the trace split into two disjoint flow halves, one
 # net_pcap RX queue each (net_pcap has no RSS; this is the spread RSS would give).
 # Rate: port 1 opackets from DPDK telemetry (dpdk-telemetry.py, /ethdev/stats,1), two samples
 # --duration s apart (default 5) after --warmup s (default 2), the same way for all processes.
-# Runs are interleaved per repetition (default 3); tables show medians (min-max).
+# Runs are interleaved per repetition (default 3); tables show medians (min-max). "CPU" is the
+# CPU time all the process's threads got over the interval / its length: a busy-polling lcore
+# shows 1.0 unless something else took its CPU (then its Mpps are low for that reason).
+# --breakdown: sluiced at the largest F also with bench/dataplane/rules-no-rules.yaml (no
+# rule: fixed cost) and rules-aggregate.yaml (key: none: no flow table), 1 worker.
 # --profile: afterwards `perf record -e cpu-clock -g` on sluiced (1 worker) at the largest F
 # and the top of `perf report`.
 #
@@ -33,6 +41,7 @@
 # Prints markdown on stdout; progress and raw numbers on stderr and in $WORK (kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+COMMAND="scripts/bench_dataplane.sh $*"
 
 BUILD=${BUILD:-build-dpbench}
 FLOWS="1000 100000 1000000"
@@ -40,6 +49,8 @@ REPS=3
 WARMUP=2
 DURATION=5
 TWO_WORKERS=1
+THP=1
+BREAKDOWN=0
 PROFILE=0
 MIN_PACKETS=131072
 RULES=bench/dataplane/rules.yaml
@@ -59,6 +70,8 @@ while [ $# -gt 0 ]; do
     --warmup) WARMUP=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
     --no-two-workers) TWO_WORKERS=0; shift ;;
+    --no-thp) THP=0; shift ;;
+    --breakdown) BREAKDOWN=1; shift ;;
     --profile) PROFILE=1; shift ;;
     -h|--help) usage ;;
     *) echo "bench_dataplane: unknown argument '$1'" >&2; usage ;;
@@ -168,6 +181,10 @@ tele_field() {  # prefix field
     grep -o "\"$2\": [0-9]*" | head -1 | grep -o '[0-9]*$' || true
 }
 now_s() { date +%s.%N; }
+# CPU time (clock ticks) of all threads of a process.
+cpu_ticks() {
+  cat /proc/"$1"/task/*/stat 2>/dev/null | sed 's/.*) //' | awk '{t += $12 + $13} END {print t + 0}'
+}
 
 # Waits (at most 10 minutes) until the CPUs have been at least 90% idle for 15 s
 # (the same rule as scripts/bench.sh): other builds take the CPUs the workers need.
@@ -193,11 +210,13 @@ wait_for_quiet() {
 }
 
 RESULTS=$WORK/results.csv
-echo "flows,workers,kind,rep,mpps,rss_kib,conform_pct,active_flows,evicted,load1" >"$RESULTS"
+echo "flows,workers,kind,rep,mpps,cpu,rss_kib,conform_pct,active_flows,evicted,load1" >"$RESULTS"
+HZ=$(getconf CLK_TCK)
 
-# run KIND FLOWS WORKERS REP: starts one process, measures, stops it, appends a CSV row.
+# run KIND FLOWS WORKERS REP [RULES]: starts one process, measures, stops it, appends a CSV row.
+# KIND: io | macswap (testpmd) | sluiced | sluiced-thp
 run() {
-  local kind=$1 f=$2 w=$3 rep=$4
+  local kind=$1 f=$2 w=$3 rep=$4 rules=${5:-$RULES}
   RUN_SEQ=$((RUN_SEQ + 1))
   local prefix="$PREFIX_BASE-$RUN_SEQ" lcores rx report="$WORK/report-$RUN_SEQ.json"
   local out="$WORK/run-$RUN_SEQ-$kind-f$f-w$w.log"
@@ -218,8 +237,13 @@ run() {
         "--nb-cores=$w" "--rxq=$w" "--txq=$w" --stats-period=86400 </dev/null >"$out" 2>&1 &
       ;;
     sluiced)
-      SLUICE_BENCH_MBUFS=$MBUFS LD_PRELOAD=$SHIM "$SLUICED" "${eal[@]}" -- --config "$RULES" \
+      SLUICE_BENCH_MBUFS=$MBUFS LD_PRELOAD=$SHIM "$SLUICED" "${eal[@]}" -- --config "$rules" \
         --flows $((4 * f)) --report "$report" </dev/null >"$out" 2>&1 &
+      ;;
+    sluiced-thp)
+      GLIBC_TUNABLES=glibc.malloc.hugetlb=1 SLUICE_BENCH_MBUFS=$MBUFS LD_PRELOAD=$SHIM \
+        "$SLUICED" "${eal[@]}" -- --config "$rules" --flows $((4 * f)) --report "$report" \
+        </dev/null >"$out" 2>&1 &
       ;;
   esac
   CHILD=$!
@@ -233,10 +257,10 @@ run() {
     sleep 0.5
   done
   sleep "$WARMUP"
-  local o1 t1 o2 t2 rss
-  o1=$(tele_field "$prefix" opackets); t1=$(now_s)
+  local o1 t1 o2 t2 rss c1 c2
+  o1=$(tele_field "$prefix" opackets); t1=$(now_s); c1=$(cpu_ticks "$CHILD")
   sleep "$DURATION"
-  o2=$(tele_field "$prefix" opackets); t2=$(now_s)
+  o2=$(tele_field "$prefix" opackets); t2=$(now_s); c2=$(cpu_ticks "$CHILD")
   rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$CHILD/status")
   if [ "$PROFILE_NOW" = 1 ]; then
     perf record -e cpu-clock -g -p "$CHILD" -o "$WORK/perf.data" -- sleep "$DURATION" \
@@ -249,19 +273,26 @@ run() {
   wait "$CHILD" 2>/dev/null || true
   CHILD=""
   rm -rf "/var/run/dpdk/$prefix"
-  local mpps conform="" active="" evicted=""
+  local mpps cpu conform="" active="" evicted=""
   mpps=$(python3 -c "print(f'{($o2 - $o1) / ($t2 - $t1) / 1e6:.3f}')")
-  if [ "$kind" = sluiced ] && [ -f "$report" ]; then
+  cpu=$(python3 -c "print(f'{($c2 - $c1) / $HZ / ($t2 - $t1):.2f}')")
+  if [ -f "$report" ]; then
     read -r conform active evicted < <(python3 - "$report" <<'EOF'
 import json, sys
-r = json.load(open(sys.argv[1]))["rules"][0]
-print(f"{100 * r['conformed_packets'] / max(1, r['matched_packets']):.3f}", r["active_flows"], r["flows_evicted"])
+rules = json.load(open(sys.argv[1]))["rules"]
+if rules:
+    r = rules[0]
+    print(f"{100 * r['conformed_packets'] / max(1, r['matched_packets']):.3f}", r["active_flows"], r["flows_evicted"])
+else:
+    print()
 EOF
-)
+) || true
   fi
-  echo "$f,$w,$kind,$rep,$mpps,$rss,$conform,$active,$evicted,$load1" >>"$RESULTS"
-  log "$(printf '%-8s flows %-8s workers %s rep %s: %7s Mpps  RSS %s KiB  conform %s%%  load %s' \
-    "$kind" "$f" "$w" "$rep" "$mpps" "$rss" "${conform:--}" "$load1")"
+  local tag=$kind
+  [ "$rules" != "$RULES" ] && tag="$kind:$(basename "$rules" .yaml)"
+  echo "$f,$w,$tag,$rep,$mpps,$cpu,$rss,$conform,$active,$evicted,$load1" >>"$RESULTS"
+  log "$(printf '%-12s flows %-8s workers %s rep %s: %7s Mpps  CPU %s  RSS %s KiB  conform %s%%  load %s' \
+    "$tag" "$f" "$w" "$rep" "$mpps" "$cpu" "$rss" "${conform:--}" "$load1")"
 }
 
 log "load average $(cut -d' ' -f1-3 /proc/loadavg); waiting for a quiet machine"
@@ -269,25 +300,31 @@ wait_for_quiet
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 PROFILE_NOW=0
+KINDS1="io macswap sluiced"
+((THP)) && KINDS1="$KINDS1 sluiced-thp"
+LARGEST=$(echo "$FLOWS" | tr ' ' '\n' | sort -n | tail -1)
 for rep in $(seq 1 "$REPS"); do
   for f in $FLOWS; do
-    for kind in io macswap sluiced; do run "$kind" "$f" 1 "$rep"; done
+    for kind in $KINDS1; do run "$kind" "$f" 1 "$rep"; done
     if ((TWO_WORKERS)); then
       for kind in io macswap sluiced; do run "$kind" "$f" 2 "$rep"; done
     fi
   done
+  if ((BREAKDOWN)); then
+    run sluiced "$LARGEST" 1 "$rep" bench/dataplane/rules-no-rules.yaml
+    run sluiced "$LARGEST" 1 "$rep" bench/dataplane/rules-aggregate.yaml
+  fi
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 PROFILE_TOP=""
 if ((PROFILE)); then
   if command -v perf >/dev/null; then
-    largest=$(echo "$FLOWS" | tr ' ' '\n' | sort -n | tail -1)
     PROFILE_NOW=1
-    run sluiced "$largest" 1 profile
+    run sluiced "$LARGEST" 1 profile
     PROFILE_NOW=0
-    PROFILE_TOP=$(perf report -i "$WORK/perf.data" --no-children --sort symbol --percent-limit 0.8 \
-      --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -25 || true)
+    PROFILE_TOP=$(perf report -i "$WORK/perf.data" --no-children --sort dso,symbol --percent-limit 0.8 \
+      --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | sed 's/ *- *- *$//; s/ *$//' | head -25 || true)
   else
     log "perf not found (Debian: linux-perf): no profile"
   fi
@@ -295,11 +332,13 @@ fi
 
 # ------------------------------------------------------------------------------ report
 
-python3 - "$RESULTS" "$FLOWS" "$TWO_WORKERS" <<'EOF'
+python3 - "$RESULTS" "$FLOWS" "$TWO_WORKERS" "$MIN_PACKETS" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 flows = [int(f) for f in sys.argv[2].split()]
 two = sys.argv[3] == "1"
+min_packets = int(sys.argv[4])
+largest = max(flows)
 
 def vals(f, w, kind, field="mpps"):
     return [float(r[field]) for r in rows
@@ -314,34 +353,62 @@ def cell(v):
         return "-"
     return f"{med(v):.2f} ({min(v):.2f}-{max(v):.2f})" if len(v) > 1 else f"{v[0]:.2f}"
 
+def cpu(f, w, kind):
+    v = vals(f, w, kind, "cpu")
+    return f"{med(v):.2f}" if v else "-"
+
 def ratio(a, b):
-    return f"{med(a) / med(b):.2f}x" if a and b else "-"
+    return f"**{med(a) / med(b):.2f}x**" if a and b else "-"
 
 def packets(f):
-    m = 131072
-    return (m + f - 1) // f * f
+    return (min_packets + f - 1) // f * f
 
-print("Mpps forwarded port 0 -> 1 with 1 forwarding lcore, median (min-max):\n")
-print("| flows | trace packets | testpmd io | testpmd macswap | sluiced | sluiced / macswap | sluiced conforming |")
-print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+thp = any(r["kind"] == "sluiced-thp" for r in rows)
+print("Mpps forwarded port 0 -> 1 by 1 forwarding lcore, median (min-max); CPU: CPUs the "
+      "process got (1.0 = its lcore ran all along):\n")
+head = "| flows | trace packets | testpmd io | testpmd macswap (CPU) | sluiced (CPU) | sluiced / macswap |"
+sep = "| ---: | ---: | ---: | ---: | ---: | ---: |"
+if thp:
+    head += " sluiced, flow table on THP | THP / macswap |"
+    sep += " ---: | ---: |"
+print(head + " sluiced conforming |")
+print(sep + " ---: |")
 for f in flows:
     io, ms, sl = vals(f, 1, "io"), vals(f, 1, "macswap"), vals(f, 1, "sluiced")
     conf = vals(f, 1, "sluiced", "conform_pct")
-    conf_cell = f"{med(conf):.2f}%" if conf else "-"
-    print(f"| {f:,} | {packets(f):,} | {cell(io)} | {cell(ms)} | {cell(sl)} | {ratio(sl, ms)} | "
-          f"{conf_cell} |")
+    line = (f"| {f:,} | {packets(f):,} | {cell(io)} | {cell(ms)} ({cpu(f, 1, 'macswap')}) | "
+            f"{cell(sl)} ({cpu(f, 1, 'sluiced')}) | {ratio(sl, ms)} |")
+    if thp:
+        th = vals(f, 1, "sluiced-thp")
+        line += f" {cell(th)} | {ratio(th, ms)} |"
+    print(line + (f" {med(conf):.2f}% |" if conf else " - |"))
 if two:
     print("\nMpps with 2 forwarding lcores (trace split in two flow halves, one RX queue each):\n")
-    print("| flows | testpmd io | testpmd macswap | sluiced | sluiced / macswap | sluiced 2 vs 1 worker |")
+    print("| flows | testpmd io | testpmd macswap (CPU) | sluiced (CPU) | sluiced / macswap | sluiced 2 vs 1 worker |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for f in flows:
         io, ms, sl = vals(f, 2, "io"), vals(f, 2, "macswap"), vals(f, 2, "sluiced")
-        print(f"| {f:,} | {cell(io)} | {cell(ms)} | {cell(sl)} | {ratio(sl, ms)} | "
-              f"{ratio(sl, vals(f, 1, 'sluiced'))} |")
+        print(f"| {f:,} | {cell(io)} | {cell(ms)} ({cpu(f, 2, 'macswap')}) | {cell(sl)} "
+              f"({cpu(f, 2, 'sluiced')}) | {ratio(sl, ms)} | "
+              f"{ratio(sl, vals(f, 1, 'sluiced')).strip('*')} |")
+
+bd = [(k, d) for k, d in (("sluiced:rules-no-rules", "no rule (default pass): fixed cost"),
+                          ("sluiced:rules-aggregate", "key: none, one token bucket"),
+                          ("sluiced", "key: 5-tuple, per-flow token bucket (rules.yaml)"))
+      if vals(largest, 1, k)]
+if len(bd) > 1:
+    ms = med(vals(largest, 1, "macswap"))
+    print(f"\nWhere sluiced's time goes, {largest:,} flows, 1 worker (ns per packet = 1000 / Mpps; "
+          f"testpmd macswap: {1000 / ms:.0f} ns):\n")
+    print("| sluiced rules | Mpps | ns/packet | vs macswap |")
+    print("| --- | ---: | ---: | ---: |")
+    for k, d in bd:
+        m = med(vals(largest, 1, k))
+        print(f"| {d} | {m:.2f} | {1000 / m:.0f} | {m / ms:.2f}x |")
 
 print("\nMemory per flow: the flow table is 32 bytes per slot (FlowSlot; sets of 8 slots, "
       "`--flows` slots per keyed rule, allocated and written at start). Process RSS "
-      "(VmRSS; the mbufs are on hugepages and not in it), 1 worker:\n")
+      "(VmRSS; the mbufs are on hugepages, not in it), 1 worker:\n")
 print("| flows | --flows (slots) | table bytes (code) | sluiced RSS MiB | RSS delta / slot vs smallest | testpmd macswap RSS MiB |")
 print("| ---: | ---: | ---: | ---: | ---: | ---: |")
 base_f = min(flows)
@@ -358,7 +425,7 @@ EOF
 
 cat <<EOF
 
-- command: \`scripts/bench_dataplane.sh$( ((REPS != 3)) && echo " --repetitions $REPS")\`, $REPS repetitions of ${DURATION} s after ${WARMUP} s warm-up
+- command: \`$COMMAND\`, $REPS repetitions of ${DURATION} s after ${WARMUP} s warm-up
 - machine: $(nproc) CPUs, $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r), DPDK $(pkg-config --modversion libdpdk 2>/dev/null || echo '?')
 - date: $DATE; load average at start: $LOAD_START, at end: $LOAD_END
 - sluiced: $(git log -1 --format='%h %s' 2>/dev/null | cut -c1-80) (+ working tree)
@@ -366,7 +433,7 @@ cat <<EOF
 EOF
 if [ -n "$PROFILE_TOP" ]; then
   echo
-  echo "perf record -e cpu-clock -g, sluiced 1 worker, $largest flows (self time, top symbols):"
+  echo "perf record -e cpu-clock -g, sluiced 1 worker, $LARGEST flows (self time, top symbols):"
   echo
   echo '```'
   echo "$PROFILE_TOP"
