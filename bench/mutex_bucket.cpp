@@ -7,7 +7,7 @@
 
 namespace {
 
-class MutexTokenBucket {
+class alignas(64) MutexTokenBucket {
  public:
   void reset(uint64_t now_ns) {
     std::lock_guard lock(mu_);
@@ -15,7 +15,8 @@ class MutexTokenBucket {
     last_ns_ = now_ns;
   }
 
-  bool charge(uint64_t now_ns, double cost) {
+  bool charge(uint64_t now_ns) {
+    constexpr double cost = double(bench::kFrameBytes);
     std::lock_guard lock(mu_);
     if (now_ns > last_ns_) {
       tokens_ = std::min(kBurst, tokens_ + double(now_ns - last_ns_) * kTokensPerNs);
@@ -34,15 +35,9 @@ class MutexTokenBucket {
   uint64_t last_ns_ = 0;
 };
 
-void BM_mutex_bucket(benchmark::State& state) {
-  alignas(64) static MutexTokenBucket bucket;
-  if (state.thread_index() == 0) bucket.reset(bench::kStartNs);
-  bench::SyntheticClock clock(state);
-  uint64_t conformed = 0;
-  for (auto _ : state) conformed += bucket.charge(clock.next(), double(bench::kFrameBytes));
-  bench::report(state, conformed);
-}
-
-BENCHMARK(BM_mutex_bucket)->Name("mutex token-bucket")->UseRealTime()->Threads(1)->Threads(2);
+const bool registered = [] {
+  bench::add_limiter<MutexTokenBucket>("mutex token-bucket", true);
+  return true;
+}();
 
 }  // namespace

@@ -10,6 +10,10 @@
 namespace {
 
 void BM_rte_meter_srtcm(benchmark::State& state) {
+  if (rte_get_tsc_hz() == 0) {
+    state.SkipWithError("EAL not initialised: TSC frequency unknown");
+    return;
+  }
   rte_meter_srtcm_params params{bench::kRateBytesPerSec, bench::kBurstBytes, bench::kBurstBytes};
   rte_meter_srtcm_profile profile;
   rte_meter_srtcm meter;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "rate.hpp"
 #include "result.hpp"
 
 namespace bench {
@@ -21,6 +22,7 @@ constexpr uint64_t kRateBytesPerSec = 125'000'000;  // 1 Gbit/s: ~50% of the off
 constexpr uint64_t kBurstBytes = 16 * 1024;
 constexpr uint64_t kWindowNs = 1'000'000;           // windows: 1 ms ...
 constexpr uint64_t kWindowLimitBytes = kRateBytesPerSec / 1000;  // ... of 1 Gbit/s
+const sluice::Rate kRate{sluice::CostUnit::bytes, kRateBytesPerSec, 1};
 
 // The arrivals at one bucket, dealt round-robin to the threads charging it in blocks of
 // `per_call` (1, or a burst): thread i of n gets blocks i, i+n, i+2n, ..., so together they
@@ -59,6 +61,26 @@ T must(sluice::Result<T> r) {
     std::exit(1);
   }
   return std::move(r).value();
+}
+
+// Times Limiter::charge(now) (true if it conformed) on one static limiter per type, so with
+// Threads(2) both threads charge the same state. Thread 0 resets it before the loop; the
+// benchmark's start barrier publishes the reset.
+template <class Limiter>
+void run_limiter(benchmark::State& state) {
+  static Limiter limiter;
+  if (state.thread_index() == 0) limiter.reset(kStartNs);
+  SyntheticClock clock(state);
+  uint64_t conformed = 0;
+  for (auto _ : state) conformed += limiter.charge(clock.next());
+  report(state, conformed);
+}
+
+// Registers run_limiter<Limiter> for 1 thread and, if `shared`, 2 threads on one state.
+template <class Limiter>
+void add_limiter(const char* name, bool shared) {
+  auto* b = benchmark::RegisterBenchmark(name, run_limiter<Limiter>)->UseRealTime()->Threads(1);
+  if (shared) b->Threads(2);
 }
 
 }  // namespace bench
