@@ -12,7 +12,7 @@
 #   "bench:MODE" markers) with the tables, the exact command and the machine.
 #
 # Each mode is a function mode_NAME printing markdown; add `dataplane` the same way.
-# Run it on a quiet machine: the load average is printed and recorded with the results.
+# It waits (up to 10 min) for the CPUs to be idle, then records the load average too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -221,12 +221,13 @@ run() {
   local prefix="$PREFIX_BASE-$RUN_SEQ" lcores rx report="$WORK/report-$RUN_SEQ.json"
   local out="$WORK/run-$RUN_SEQ-$kind-f$f-w$w.log"
   if ((w == 1)); then
-    lcores=(-l 0,1)
+    lcores=(-l "0,1")
     rx="rx_pcap=$WORK/f$f.pcap"
   else
     lcores=(--lcores '0@(0,1),1@0,2@1')  # main lcore floats; workers pinned to CPUs 0 and 1
     rx="rx_pcap=$WORK/f$f.q0.pcap,rx_pcap=$WORK/f$f.q1.pcap"
   fi
+  # shellcheck disable=SC2054 # commas belong to the --vdev arguments
   local eal=("${lcores[@]}" --no-pci --file-prefix "$prefix" --huge-dir "$HUGE_DIR" --huge-unlink
              --vdev "net_pcap0,$rx,infinite_rx=1" --vdev net_null1,no-rx=1)
   local load1
