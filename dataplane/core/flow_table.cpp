@@ -1,5 +1,7 @@
 #include "flow_table.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <limits>
 #include <new>
@@ -9,30 +11,38 @@
 namespace sluice {
 namespace {
 
-constexpr uint64_t kTickNs = uint64_t{1} << FlowTable::kTickShift;
-// Idle distances are signed 32-bit tick differences, so 2^31 - 1 ticks (~26 days) is the most
-// we can tell apart; it also serves as "never" for a disabled expiry.
-constexpr uint32_t kMaxIdleTicks = std::numeric_limits<int32_t>::max();
+// Idle distances are signed 24-bit tick differences: 2^23 - 1 ticks is the most we can tell
+// apart, and it also serves as "never" for a disabled expiry.
+constexpr uint32_t kMaxIdleTicks = (uint32_t{1} << (FlowTable::kTickBits - 1)) - 1;
+// Timeouts are kept below this many ticks, so an idle flow is judged well before its distance
+// could wrap (the expiry sweep visits every slot far more often than that).
+constexpr uint64_t kMaxTimeoutTicks = uint64_t{1} << 22;
 // Bound on waiting for another thread's claim in the same set. A claim takes nanoseconds; we
 // only hit this when the claimer was preempted, and then report no_slot rather than block.
 constexpr unsigned kSpinLimit = 1u << 14;
+constexpr size_t kHugePage = size_t{2} << 20;
 
 // Ticks of idleness that guarantee at least `ns` really elapsed: touched anywhere in tick L,
 // seen in tick N, the real idle time is more than (N - L - 1) ticks.
-uint32_t certain_idle_ticks(uint64_t ns) {
+uint32_t certain_idle_ticks(uint64_t ns, unsigned shift) {
   if (ns == 0) return 0;
-  const uint64_t ticks = (ns + kTickNs - 1) / kTickNs + 1;
+  const uint64_t tick_ns = uint64_t{1} << shift;
+  const uint64_t ticks = (ns + tick_ns - 1) / tick_ns + 1;
   return uint32_t(std::min<uint64_t>(ticks, kMaxIdleTicks));
 }
 
-// Idle ticks between last_seen and now, modulo 2^32; a last_seen ahead of now (another
+// Idle ticks between the tick in a tag word and now, modulo 2^24; a tick ahead of now (another
 // thread's slightly later clock, or our clock stepped back) counts as not idle at all.
-uint32_t idle_ticks(uint32_t last_seen, uint32_t now) {
-  const auto d = static_cast<int32_t>(now - last_seen);
-  return d < 0 ? 0 : uint32_t(d);
+uint32_t idle_ticks(uint64_t tag, uint32_t now) {
+  const uint32_t d = (now - uint32_t(tag & FlowTable::kTickMask)) & uint32_t(FlowTable::kTickMask);
+  return d > kMaxIdleTicks ? 0 : d;  // negative as a 24-bit signed distance
 }
 
 bool is_live(uint64_t t) { return t != FlowTable::kEmpty && !(t & FlowTable::kPending); }
+
+// The word a claim parks in a slot: the flow's fingerprint, pending, no tick (so racing
+// claimers of one flow write the very same word and recognise each other).
+uint64_t pending_word(uint64_t fp) { return FlowTable::kPending | fp; }
 
 // One step of a bounded wait; false once the budget is spent.
 bool relax(unsigned& spins) {
@@ -51,30 +61,71 @@ bool relax(unsigned& spins) {
 
 }  // namespace
 
-FlowTable::FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns)
-    : capacity_(capacity) {
-  if (capacity > std::numeric_limits<uint64_t>::max() / 2 / sizeof(FlowSlot))
-    throw std::length_error("flow table capacity too large");
-  nsets_ = std::max<uint64_t>(1, (capacity + kWays - 1) / kWays);
-  sets_.reset(new Set[nsets_]());  // value-initialised: every tag empty
-  expire_ticks_ = idle_timeout_ns == 0 ? kMaxIdleTicks + 1u : certain_idle_ticks(idle_timeout_ns);
-  evict_ticks_ = certain_idle_ticks(min_evict_idle_ns);
+FlowTable::FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns,
+                     unsigned state_words, unsigned slots_per_flow)
+    : capacity_(capacity), state_words_(state_words) {
+  if (state_words != 1 && state_words != 2)
+    throw std::invalid_argument("flow table: state_words must be 1 or 2");
+  if (slots_per_flow < 1 || slots_per_flow > 8)
+    throw std::invalid_argument("flow table: slots_per_flow must be in [1, 8]");
+  stride_words_ = kWays * (1 + state_words);
+  const uint64_t set_bytes = stride_words_ * sizeof(uint64_t);
+  if (capacity > (uint64_t{1} << 40)) throw std::length_error("flow table capacity too large");
+  nsets_ = std::max<uint64_t>(1, (capacity * slots_per_flow + kWays - 1) / kWays);
+
+  // Tick: the finest one whose timeout fits kMaxTimeoutTicks.
+  while (tick_shift_ < 63 && (idle_timeout_ns >> tick_shift_) >= kMaxTimeoutTicks) ++tick_shift_;
+  expire_ticks_ = idle_timeout_ns == 0 ? kMaxIdleTicks + 1u
+                                       : certain_idle_ticks(idle_timeout_ns, tick_shift_);
+  evict_ticks_ = certain_idle_ticks(min_evict_idle_ns, tick_shift_);
+
+  // Anonymous memory, 2 MB aligned when large, with transparent huge pages asked for before
+  // the first write, so the constructor's zeroing faults the table in as huge pages.
+  const size_t bytes = nsets_ * set_bytes;
+  const bool huge = bytes >= kHugePage;
+  mapping_bytes_ = bytes + (huge ? kHugePage : 0);
+  void* m = mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  mapping_ = m;
+  auto base = reinterpret_cast<uintptr_t>(m);
+  if (huge) {
+    base = (base + kHugePage - 1) & ~(kHugePage - 1);
+    // Best effort: with THP off the table works the same, only with more TLB misses.
+    (void)madvise(reinterpret_cast<void*>(base), bytes, MADV_HUGEPAGE);
+  }
+  // Constructs every word (all empty, all zero), which also writes every page now rather than
+  // on the first packets.
+  sets_ = ::new (reinterpret_cast<void*>(base)) std::atomic<uint64_t>[nsets_ * stride_words_]();
 }
 
-const FlowSlot* FlowTable::find(uint64_t hash) const {
-  const uint64_t tag = tag_of(hash);
-  for (const FlowSlot& s : sets_[set_of(tag)].slot)
-    if (s.tag.load(std::memory_order_acquire) == tag) return &s;
+FlowTable::~FlowTable() {
+  if (mapping_) munmap(mapping_, mapping_bytes_);
+}
+
+const std::atomic<uint64_t>* FlowTable::find(uint64_t hash) const {
+  const uint64_t fp = fp_bits(hash);
+  const size_t set = set_of(hash);
+  for (unsigned way = 0; way < kWays; ++way)
+    if ((tags(set)[way].load(std::memory_order_acquire) & ~kTickMask) == fp)
+      return state_of(set, way);
   return nullptr;
 }
 
-void FlowTable::abandon(FlowSlot& s) {
-  s.tag.store(kEmpty, std::memory_order_release);
+size_t FlowTable::slot_of(const std::atomic<uint64_t>* state) const {
+  const size_t word = size_t(state - sets_);
+  const size_t set = word / stride_words_;
+  return set * kWays + (word % stride_words_ - kWays) / state_words_;
+}
+
+void FlowTable::abandon(std::atomic<uint64_t>& tag) {
+  tag.store(kEmpty, std::memory_order_release);
   active_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-FlowTable::Lookup FlowTable::claim(Set& set, uint64_t tag, uint32_t tick) {
-  const uint64_t pending = tag | kPending;
+FlowTable::Claim FlowTable::claim(size_t set_index, uint64_t fp, uint32_t tick) {
+  std::atomic<uint64_t>* tag = tags(set_index);
+  const uint64_t pending = pending_word(fp);
   unsigned spins = 0;
   for (;;) {
     // 1. Scan: the flow may have appeared meanwhile; otherwise note the candidates.
@@ -83,11 +134,10 @@ FlowTable::Lookup FlowTable::claim(Set& set, uint64_t tag, uint32_t tick) {
     uint32_t lru_idle = 0;
     bool ours_pending = false, others_pending = false;
     for (unsigned i = 0; i < kWays; ++i) {
-      FlowSlot& s = set.slot[i];
-      const uint64_t t = s.tag.load(std::memory_order_acquire);
-      if (t == tag) {
-        touch(s, tick);
-        return {&s, Outcome::found};
+      const uint64_t t = tag[i].load(std::memory_order_acquire);
+      if ((t & ~kTickMask) == fp) {
+        touch(tag[i], t, tick);
+        return {{state_of(set_index, i), Outcome::found}, i};
       }
       if (t == pending) {
         ours_pending = true;
@@ -96,7 +146,7 @@ FlowTable::Lookup FlowTable::claim(Set& set, uint64_t tag, uint32_t tick) {
       } else if (t & kPending) {
         others_pending = true;
       } else {
-        const uint32_t idle = idle_ticks(s.last_seen.load(std::memory_order_relaxed), tick);
+        const uint32_t idle = idle_ticks(t, tick);
         if (idle >= expire_ticks_) {
           if (stale < 0) stale = int(i), stale_tag = t;
         } else if (lru < 0 || idle > lru_idle) {
@@ -106,7 +156,7 @@ FlowTable::Lookup FlowTable::claim(Set& set, uint64_t tag, uint32_t tick) {
     }
     // Another thread is creating this very flow: wait for it rather than race it.
     if (ours_pending) {
-      if (!relax(spins)) return {nullptr, Outcome::no_slot};
+      if (!relax(spins)) return {{nullptr, Outcome::no_slot}, 0};
       continue;
     }
 
@@ -125,15 +175,15 @@ FlowTable::Lookup FlowTable::claim(Set& set, uint64_t tag, uint32_t tick) {
     } else {
       // Full of active flows. A pending claim may still publish or abandon: look again briefly.
       if (others_pending && relax(spins)) continue;
-      return {nullptr, Outcome::no_slot};
+      return {{nullptr, Outcome::no_slot}, 0};
     }
 
-    // 3. Claim with one CAS; it fails if anyone touched the tag since our scan.
-    FlowSlot& mine = set.slot[victim];
-    if (!mine.tag.compare_exchange_strong(expected, pending, std::memory_order_seq_cst,
-                                          std::memory_order_relaxed)) {
+    // 3. Claim with one CAS; it fails if anyone touched the tag word since our scan.
+    std::atomic<uint64_t>& mine = tag[victim];
+    if (!mine.compare_exchange_strong(expected, pending, std::memory_order_seq_cst,
+                                      std::memory_order_relaxed)) {
       if (reserved) active_.fetch_sub(1, std::memory_order_relaxed);
-      if (!relax(spins)) return {nullptr, Outcome::no_slot};
+      if (!relax(spins)) return {{nullptr, Outcome::no_slot}, 0};
       continue;
     }
     if (outcome == Outcome::evicted) evicted_.fetch_add(1, std::memory_order_relaxed);
@@ -143,13 +193,12 @@ FlowTable::Lookup FlowTable::claim(Set& set, uint64_t tag, uint32_t tick) {
     bool restart = false;
     for (unsigned j = 0; j < kWays && !restart; ++j) {
       if (int(j) == victim) continue;
-      FlowSlot& other = set.slot[j];
       for (;;) {
-        const uint64_t t = other.tag.load(std::memory_order_seq_cst);
-        if (t == tag) {  // it got there first
+        const uint64_t t = tag[j].load(std::memory_order_seq_cst);
+        if ((t & ~kTickMask) == fp) {  // it got there first
           abandon(mine);
-          touch(other, tick);
-          return {&other, Outcome::found};
+          touch(tag[j], t, tick);
+          return {{state_of(set_index, j), Outcome::found}, j};
         }
         if (t != pending) break;
         if (int(j) < victim) {  // it wins: step aside, then wait for it in step 1
@@ -160,12 +209,12 @@ FlowTable::Lookup FlowTable::claim(Set& set, uint64_t tag, uint32_t tick) {
         // We win; it will step aside (or publish first). Wait, holding our claim.
         if (!relax(spins)) {
           abandon(mine);
-          return {nullptr, Outcome::no_slot};
+          return {{nullptr, Outcome::no_slot}, 0};
         }
       }
     }
     if (restart) continue;
-    return {&mine, outcome};
+    return {{state_of(set_index, unsigned(victim)), outcome}, unsigned(victim)};
   }
 }
 
@@ -187,15 +236,25 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max_slots) {
   const uint32_t tick = tick_of(now_ns);
   size_t freed = 0;
   for (uint64_t k = 0; k < n; ++k) {
-    FlowSlot& s = sets_[i / kWays].slot[i % kWays];
-    uint64_t t = s.tag.load(std::memory_order_relaxed);
-    // The CAS from the exact tag we judged frees only that flow, never a newer one.
-    if (is_live(t) &&
-        idle_ticks(s.last_seen.load(std::memory_order_relaxed), tick) >= expire_ticks_ &&
-        s.tag.compare_exchange_strong(t, kEmpty, std::memory_order_acq_rel,
-                                      std::memory_order_relaxed)) {
-      active_.fetch_sub(1, std::memory_order_relaxed);
-      ++freed;
+    std::atomic<uint64_t>& tag = tags(i / kWays)[i % kWays];
+    uint64_t t = tag.load(std::memory_order_relaxed);
+    // The CAS from the exact word we judged (tick included) frees only that flow, and only if
+    // nobody touched it since.
+    if (is_live(t)) {
+      const uint32_t idle = idle_ticks(t, tick);
+      if (idle >= expire_ticks_) {
+        if (tag.compare_exchange_strong(t, kEmpty, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+          active_.fetch_sub(1, std::memory_order_relaxed);
+          ++freed;
+        }
+      } else if (idle > kMaxTimeoutTicks) {
+        // Never expiring (no timeout): clamp the age, so that the 24-bit distance never wraps
+        // and a flow idle for days still reads as old to LRU eviction. Only flows idle past
+        // 2^22 ticks (~73 min) get here, and all such flows are equally old to eviction.
+        const uint64_t aged = (t & ~kTickMask) | ((tick - kMaxTimeoutTicks) & kTickMask);
+        tag.compare_exchange_strong(t, aged, std::memory_order_relaxed, std::memory_order_relaxed);
+      }
     }
     if (++i == total) i = 0;
   }

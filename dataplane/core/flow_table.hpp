@@ -1,100 +1,102 @@
 // Per-rule table of per-flow bucket state (SPEC §3 Flows), shared by every worker thread.
 //
-// Layout: sets of kWays = 8 slots of 32 bytes (one set = 256 bytes = 4 cache lines, 256-aligned).
-// A flow lives in the set picked by the high bits of its hash, in any of the 8 ways. Slots are
-// allocated once, in the constructor; nothing in the hot path allocates, so a flood of new flows
+// Layout: sets of kWays = 8 flows. A set is one 64-byte line of 8 tag words followed by the 8
+// flows' bucket words (state_words = 1 or 2 per flow: 1 for token-bucket, gcra, leaky-bucket and
+// the windows, 2 for the srtcm/trtcm meters), so finding a flow reads one line and charging it
+// one more: a burst prefetches both for every packet before charging any (Pipeline). A flow
+// lives in the set picked by its hash, in any of the 8 ways. All memory is allocated and written
+// in the constructor, on transparent huge pages where the kernel allows (a 1M-flow table on 4 KB
+// pages costs a TLB miss per packet); nothing in the hot path allocates, so a flood of new flows
 // degrades to eviction / no_slot, never to more memory (SPEC §6).
 //
-// Memory: 32 bytes per slot, ceil(capacity / 8) sets, so memory_bytes() / capacity is 32 bytes
-// per flow (plus a fixed ~200 bytes for the table object; at most 7 spare slots of rounding).
+// Memory: the table has kSlack = 2 slots per flow of capacity, so a set is rarely full before the
+// table is (with 8 ways at half load, ~0.8% of flows find their set full when the table is at
+// capacity; they take the set's least recently used flow, see claim()). Per flow of capacity:
+// 2 * (8 + 8 * state_words) bytes = 32 bytes (one state word) or 48 bytes (meters).
 //
-// Identity: the caller's 64-bit seeded hash IS the flow key. The slot stores a 63-bit fingerprint
-// of it (bit 63 marks a slot being initialised, see `tag` below); two flows whose hashes share a
-// fingerprint share a bucket, which with a random per-start seed is negligible and unforceable.
+// Tag word: bit 63 pending | 39-bit fingerprint (bits 62..24) | 24-bit last-seen tick (23..0).
+// 0 is an empty slot. The fingerprint is the low 39 bits of the caller's seeded 64-bit hash (0
+// remapped to 1) and the set comes from the whole hash, independently: two flows share a bucket
+// only if their hashes agree in both, which with a random per-start seed is negligible (~2^-36
+// per new flow) and unforceable.
 //
 // Concurrency: lock-free; any number of threads may call find_or_insert() and expire() at once.
-//  - Lookup of an existing flow is 8 acquire loads and a relaxed store of last_seen.
-//  - A new flow claims a slot with one CAS on its tag (empty/stale/victim -> PENDING|fingerprint),
-//    lets init() set state[], then publishes the fingerprint with a release store.
+//  - Lookup of an existing flow is 8 acquire loads; when the tick changed (at most once a tick per
+//    flow), one CAS moves the tick forward (a lost race only means someone else touched it).
+//  - A new flow claims a slot with one CAS on its tag word (empty/stale/victim -> PENDING|fp),
+//    lets init() set its state words, then publishes fp|tick with a release store.
 //  - No duplicates: after its CAS the claimer re-reads the other 7 tags (seq_cst on both sides,
-//    so of two racing claimers at least one sees the other). The pending tag carries the
+//    so of two racing claimers at least one sees the other). The pending word carries the
 //    fingerprint, so claimers of *different* flows never wait for each other; of two claimers of
 //    the same flow, the one in the higher way backs off (frees its slot) and the one in the lower
 //    way waits for the higher one to back off or publish. Waits are bounded: a thread that would
 //    spin too long (its peer was preempted) gives up and reports no_slot.
-//  - Known, accepted race: a packet that finds its flow at the very moment another thread
-//    expires or evicts that slot may be charged against the slot after it was recycled (one
-//    packet per such race). Only flows idle for >= min_evict_idle (evict) or idle_timeout
-//    (expire) are recycled, so this needs a packet to arrive in the nanoseconds the recycle takes.
+//  - Expiry and eviction CAS from the exact tag word they judged, tick included, so a flow
+//    touched after it was judged idle is never freed. Known, accepted race: a packet that found
+//    its flow just before another thread recycles the slot may be charged against the recycled
+//    slot (one packet per such race, only for flows idle >= min_evict_idle or idle_timeout).
 //
-// Time: last_seen is a coarse tick (now_ns >> 20, ~1.05 ms) compared modulo 2^32 as a signed
-// distance (a clock stepping back counts as "just seen", not as idle for 50 days). Idle
-// decisions are conservative: a flow is treated as idle for d only once d has certainly elapsed,
-// so expiry and eviction happen never early and at most ~2 ticks (~2.1 ms) late.
+// Time: the tick is now_ns >> tick_shift (2^20 ns ~ 1.05 ms, coarser for idle timeouts past
+// ~73 min so that the timeout stays below 2^22 ticks), compared modulo 2^24 as a signed distance
+// (a clock stepping back counts as "just seen"). In a table without expiry, the sweep clamps
+// the age of flows idle past 2^22 ticks so that their distance never wraps. Idle decisions are conservative: a flow is
+// treated as idle for d only once d has certainly elapsed, so expiry and eviction happen never
+// early and at most ~2 ticks late.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 namespace sluice {
-
-struct alignas(32) FlowSlot {
-  // Bucket words, owned by the caller. First, so they are 16-byte aligned: the two-bucket meters
-  // update both words with one 128-bit CAS (cmpxchg16b faults on a misaligned operand).
-  alignas(16) std::atomic<uint64_t> state[2];
-  // 0 = empty; bit 63 set = being initialised for the flow in the low 63 bits;
-  // otherwise the flow's fingerprint (FlowTable::tag_of(hash), never 0, bit 63 clear).
-  std::atomic<uint64_t> tag;
-  std::atomic<uint32_t> last_seen;  // coarse time: now_ns >> 20, compared modulo 2^32
-  uint32_t reserved;
-};
-static_assert(sizeof(FlowSlot) == 32, "a flow slot is 32 bytes");
-static_assert(alignof(FlowSlot) == 32);
-static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free);
 
 class FlowTable {
  public:
   static constexpr unsigned kWays = 8;
-  static constexpr unsigned kTickShift = 20;  // last_seen tick = now_ns >> 20 (~1.05 ms)
+  static constexpr unsigned kSlack = 2;         // slots per flow of capacity
+  static constexpr unsigned kTickShift = 20;    // finest tick: 2^20 ns (~1.05 ms)
+  static constexpr unsigned kTickBits = 24;
+  static constexpr unsigned kFingerprintBits = 39;
   static constexpr uint64_t kEmpty = 0;
   static constexpr uint64_t kPending = uint64_t{1} << 63;
-
-  struct alignas(kWays * sizeof(FlowSlot)) Set {
-    FlowSlot slot[kWays];
-  };
-  static_assert(sizeof(Set) == 256);
+  static constexpr uint64_t kTickMask = (uint64_t{1} << kTickBits) - 1;
+  static constexpr uint64_t kFingerprintMask = ((uint64_t{1} << kFingerprintBits) - 1) << kTickBits;
 
   // capacity: max live flows (exactly enforced). idle_timeout_ns: a flow idle that long is gone
-  // (0 = flows never expire; values past 2^31 ticks, ~26 days, act as "never"). min_evict_idle_ns:
-  // an LRU victim must have been idle at least this long, else the new flow gets no slot (0 = any
-  // victim will do). Throws std::bad_alloc / std::length_error if the slots cannot be allocated.
-  FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns = 1'000'000);
+  // (0 = flows never expire). min_evict_idle_ns: an LRU victim must have been idle at least this
+  // long, else the new flow gets no slot (0 = any victim will do). state_words: bucket words per
+  // flow, 1 or 2 (two are 16-byte aligned for cmpxchg16b). Throws std::bad_alloc /
+  // std::length_error / std::invalid_argument if the table cannot be made.
+  // slots_per_flow: table slots per flow of capacity (kSlack; tests use 1 to pin flows to one set).
+  FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns = 1'000'000,
+            unsigned state_words = 2, unsigned slots_per_flow = kSlack);
+  ~FlowTable();
   FlowTable(const FlowTable&) = delete;
   FlowTable& operator=(const FlowTable&) = delete;
 
   enum class Outcome : uint8_t { found, created, evicted, no_slot };
   struct Lookup {
-    FlowSlot* slot;  // nullptr on no_slot
+    std::atomic<uint64_t>* state;  // the flow's state_words bucket words; nullptr on no_slot
     Outcome outcome;
   };
 
-  // Finds the flow or claims a slot for it. On created/evicted, init(FlowSlot&) sets state[]
-  // before the slot becomes visible to other threads under this flow's tag. Touches last_seen.
-  // init should not throw; if it does, the claim is undone and the exception propagates.
+  // Finds the flow or claims a slot for it. On created/evicted, init(std::atomic<uint64_t>*)
+  // sets the state words before the slot becomes visible to other threads under this flow's
+  // tag. Touches the flow's tick. init should not throw; if it does, the claim is undone and
+  // the exception propagates.
   template <class Init>
   Lookup find_or_insert(uint64_t hash, uint64_t now_ns, Init&& init);
 
   // Read-only lookup (no insert, no touch); nullptr if absent or not yet published.
-  const FlowSlot* find(uint64_t hash) const;
+  const std::atomic<uint64_t>* find(uint64_t hash) const;
 
-  // Starts loading the set a hash lives in (4 cache lines), so that a burst can hash every
-  // packet first and find_or_insert() later hits cache instead of waiting on memory.
+  // Starts loading the lines a hash's lookup and charge will read: the set's tag line and its
+  // state words (one more line; two for meters), so that a burst can hash every packet first
+  // and find_or_insert() later hits cache instead of waiting on memory.
   void prefetch(uint64_t hash) const {
-    const Set* set = &sets_[set_of(tag_of(hash))];
-    for (unsigned line = 0; line < sizeof(Set); line += 64)
-      __builtin_prefetch(reinterpret_cast<const char*>(set) + line, 1, 3);
+    const char* set = reinterpret_cast<const char*>(set_at(set_of(hash)));
+    const size_t bytes = stride_words_ * sizeof(uint64_t);
+    for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(set + line, 1, 3);
   }
 
   // Visits at most max_slots slots from where the previous call stopped (wrapping), freeing the
@@ -105,51 +107,73 @@ class FlowTable {
   // Live flows pushed out by a new flow before their idle timeout (expired ones do not count).
   uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
   uint64_t capacity() const { return capacity_; }
-  size_t memory_bytes() const { return sizeof(*this) + nsets_ * sizeof(Set); }
+  size_t memory_bytes() const { return sizeof(*this) + nsets_ * stride_words_ * sizeof(uint64_t); }
+  unsigned state_words() const { return state_words_; }
+  unsigned tick_shift() const { return tick_shift_; }
 
-  // Introspection (tests, diagnostics).
+  // Introspection (tests, diagnostics). Slot i is way i % kWays of set i / kWays.
   size_t slot_count() const { return nsets_ * kWays; }
-  const FlowSlot& slot_at(size_t i) const { return sets_[i / kWays].slot[i % kWays]; }
-  size_t set_index(uint64_t hash) const { return set_of(tag_of(hash)); }
-  // The fingerprint stored in `tag` for a hash: low 63 bits, 0 remapped to 1.
-  static constexpr uint64_t tag_of(uint64_t hash) {
-    const uint64_t t = hash & ~kPending;
-    return t == kEmpty ? 1 : t;
+  uint64_t tag_word(size_t i) const { return tags(i / kWays)[i % kWays].load(std::memory_order_acquire); }
+  uint64_t fingerprint_at(size_t i) const { return (tag_word(i) & kFingerprintMask) >> kTickBits; }
+  uint32_t tick_at(size_t i) const { return uint32_t(tag_word(i) & kTickMask); }
+  const std::atomic<uint64_t>* state_at(size_t i) const {
+    return states(i / kWays) + (i % kWays) * state_words_;
   }
-  static constexpr uint32_t tick_of(uint64_t now_ns) { return uint32_t(now_ns >> kTickShift); }
+  // The slot index of a state pointer returned by find_or_insert() / find().
+  size_t slot_of(const std::atomic<uint64_t>* state) const;
+  size_t set_index(uint64_t hash) const { return set_of(hash); }
+  const void* data() const { return sets_; }
+  // The fingerprint a hash is stored under: its low 39 bits, 0 remapped to 1.
+  static constexpr uint64_t tag_of(uint64_t hash) {
+    const uint64_t f = hash & (kFingerprintMask >> kTickBits);
+    return f == 0 ? 1 : f;
+  }
+  uint32_t tick_of(uint64_t now_ns) const { return uint32_t((now_ns >> tick_shift_) & kTickMask); }
 
  private:
-  // Fastrange on the fingerprint's top bits: uses the high bits of the hash (the low bits may
-  // be used elsewhere) and needs no power-of-two set count, so memory stays at 32 B/flow.
-  size_t set_of(uint64_t tag) const {
-    return size_t((static_cast<unsigned __int128>(tag << 1) * nsets_) >> 64);
+  // Fastrange on a multiplicative re-mix of the whole hash: independent of the fingerprint's
+  // bits, and no power-of-two set count needed.
+  size_t set_of(uint64_t hash) const {
+    return size_t((static_cast<unsigned __int128>(hash * 0x9e3779b97f4a7c15ull) * nsets_) >> 64);
   }
-  static void touch(FlowSlot& s, uint32_t tick) {
-    // Skip the store when unchanged: most packets of a busy flow land in the same tick.
-    if (s.last_seen.load(std::memory_order_relaxed) != tick)
-      s.last_seen.store(tick, std::memory_order_relaxed);
+  std::atomic<uint64_t>* set_at(size_t set) const { return sets_ + set * stride_words_; }
+  std::atomic<uint64_t>* tags(size_t set) const { return set_at(set); }
+  std::atomic<uint64_t>* states(size_t set) const { return set_at(set) + kWays; }
+  std::atomic<uint64_t>* state_of(size_t set, unsigned way) const {
+    return states(set) + way * state_words_;
+  }
+  static uint64_t fp_bits(uint64_t hash) { return tag_of(hash) << kTickBits; }
+  // Moves a found flow's tick forward; skipped when unchanged (most packets of a busy flow).
+  static void touch(std::atomic<uint64_t>& tag, uint64_t seen, uint32_t tick) {
+    if ((seen & kTickMask) != tick) {
+      // A failed CAS means someone else touched or recycled the slot meanwhile: either way
+      // there is nothing left for us to do.
+      tag.compare_exchange_strong(seen, (seen & ~kTickMask) | tick, std::memory_order_relaxed,
+                                  std::memory_order_relaxed);
+    }
   }
   // Slow path: the flow was not in the set. Returns found (it appeared meanwhile), no_slot, or
-  // created/evicted with the slot held as PENDING|tag for the caller to init and publish.
-  Lookup claim(Set& set, uint64_t tag, uint32_t tick);
+  // created/evicted with the slot held as PENDING|fp for the caller to init and publish.
+  struct Claim {
+    Lookup lookup;
+    unsigned way;
+  };
+  Claim claim(size_t set, uint64_t fp, uint32_t tick);
   // Takes one unit of capacity if the table is below capacity.
   bool reserve();
   // Gives up a held claim: the slot becomes empty (any flow it held before is gone).
-  void abandon(FlowSlot& s);
-  static void publish(FlowSlot& s, uint64_t tag, uint32_t tick) {
-    s.last_seen.store(tick, std::memory_order_relaxed);
-    s.tag.store(tag, std::memory_order_release);  // makes init()'s state[] visible with the tag
-  }
+  void abandon(std::atomic<uint64_t>& tag);
 
-  struct SetDeleter {
-    void operator()(Set* p) const { delete[] p; }
-  };
-
-  std::unique_ptr<Set[], SetDeleter> sets_;
-  uint64_t nsets_;
-  uint64_t capacity_;
-  uint32_t expire_ticks_;  // idle ticks at which a flow is certainly expired
-  uint32_t evict_ticks_;   // idle ticks at which a flow may certainly be evicted
+  std::atomic<uint64_t>* sets_ = nullptr;  // nsets_ * stride_words_ words
+  void* mapping_ = nullptr;                // what to unmap (sets_ is aligned inside it)
+  size_t mapping_bytes_ = 0;
+  uint64_t nsets_ = 0;
+  uint64_t capacity_ = 0;
+  unsigned state_words_ = 2;
+  unsigned stride_words_ = 0;  // words per set: kWays tags + kWays * state_words_
+  unsigned tick_shift_ = kTickShift;
+  uint32_t expire_ticks_ = 0;  // idle ticks at which a flow is certainly expired
+  uint32_t evict_ticks_ = 0;   // idle ticks at which a flow may certainly be evicted
   // Written by every inserting / expiring thread: keep them off the read-mostly line above.
   alignas(64) std::atomic<uint64_t> active_{0};
   std::atomic<uint64_t> evicted_{0};
@@ -158,26 +182,29 @@ class FlowTable {
 
 template <class Init>
 FlowTable::Lookup FlowTable::find_or_insert(uint64_t hash, uint64_t now_ns, Init&& init) {
-  const uint64_t tag = tag_of(hash);
+  const uint64_t fp = fp_bits(hash);
   const uint32_t tick = tick_of(now_ns);
-  Set& set = sets_[set_of(tag)];
-  for (FlowSlot& s : set.slot) {
-    if (s.tag.load(std::memory_order_acquire) == tag) {
-      touch(s, tick);
-      return {&s, Outcome::found};
+  const size_t set = set_of(hash);
+  std::atomic<uint64_t>* tag = tags(set);
+  for (unsigned way = 0; way < kWays; ++way) {
+    const uint64_t t = tag[way].load(std::memory_order_acquire);
+    // A pending word has bit 63 set, so it never matches a bare fingerprint.
+    if ((t & ~kTickMask) == fp) {
+      touch(tag[way], t, tick);
+      return {state_of(set, way), Outcome::found};
     }
   }
-  Lookup l = claim(set, tag, tick);
-  if (l.outcome == Outcome::created || l.outcome == Outcome::evicted) {
+  Claim c = claim(set, fp, tick);
+  if (c.lookup.outcome == Outcome::created || c.lookup.outcome == Outcome::evicted) {
     try {
-      init(*l.slot);
+      init(c.lookup.state);
     } catch (...) {
-      abandon(*l.slot);
+      abandon(tag[c.way]);
       throw;
     }
-    publish(*l.slot, tag, tick);
+    tag[c.way].store(fp | tick, std::memory_order_release);  // makes init()'s words visible
   }
-  return l;
+  return c.lookup;
 }
 
 }  // namespace sluice

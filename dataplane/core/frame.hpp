@@ -38,5 +38,8 @@ struct ParsedFrame {
 // (IHL and total-length checks, fragments), IPv6 with a bounded walk over extension
 // headers, TCP/UDP/SCTP ports, ICMP/ICMPv6. Never reads outside [data, data+len).
 ParsedFrame parse_frame(const uint8_t* data, uint32_t len);
+// The same, into the caller's ParsedFrame: the hot path parses straight into its burst array
+// instead of copying a returned 72-byte struct (a store-forwarding stall per packet).
+void parse_frame_into(const uint8_t* data, uint32_t len, ParsedFrame& pf);
 
 }  // namespace sluice

@@ -183,17 +183,21 @@ const char* parse_ethernet(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
 
 }  // namespace
 
-ParsedFrame parse_frame(const uint8_t* data, uint32_t len) {
-  ParsedFrame pf;
+void parse_frame_into(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
+  pf = ParsedFrame{};
   pf.frame_len = len;
   if (const char* reason = parse_ethernet(data, len, pf)) [[unlikely]] {
     // Start from a clean frame so nobody can classify on half-parsed fields.
-    ParsedFrame bad;
-    bad.status = FrameStatus::malformed;
-    bad.frame_len = len;
-    bad.malformed_reason = reason;
-    return bad;
+    pf = ParsedFrame{};
+    pf.status = FrameStatus::malformed;
+    pf.frame_len = len;
+    pf.malformed_reason = reason;
   }
+}
+
+ParsedFrame parse_frame(const uint8_t* data, uint32_t len) {
+  ParsedFrame pf;
+  parse_frame_into(data, len, pf);
   return pf;
 }
 

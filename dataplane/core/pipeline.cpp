@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <type_traits>
 
 #include "classifier.hpp"
 #include "flow_key.hpp"
@@ -133,8 +134,9 @@ struct Pipeline::Impl {
   // new flow.
   static std::atomic<uint64_t>* state_for(const CompiledRule& cr, uint64_t hash, uint64_t now_ns) {
     if (!cr.flows) return aggregate_state(cr, now_ns);
-    auto l = cr.flows->find_or_insert(hash, now_ns, [&](FlowSlot& s) { cr.init_state(s.state, now_ns); });
-    return l.slot ? l.slot->state : nullptr;
+    return cr.flows
+        ->find_or_insert(hash, now_ns, [&](std::atomic<uint64_t>* w) { cr.init_state(w, now_ns); })
+        .state;
   }
 
   static std::atomic<uint64_t>* aggregate_state(const CompiledRule& cr, uint64_t now_ns) {
@@ -200,8 +202,8 @@ struct Pipeline::Impl {
   }
 
   void classify(const uint8_t* frame, uint32_t len, uint16_t port, Classified& c) const {
-    c.pf = parse_frame(frame, len);
-    c.pf.frame_len = len;
+    parse_frame_into(frame, len, c.pf);
+    c.flow_hash = 0;
     c.rule = c.pf.status == FrameStatus::ok ? classifier.classify(c.pf, port) : -1;
     if (c.rule < 0) return;
     const CompiledRule& cr = *compiled[size_t(c.rule)];
@@ -296,7 +298,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const Pipeline
       set_stale_read_tolerance(*p, opts.stale_read_tolerance_ns);
     if (rs[i].key != KeyMode::none) {
       uint64_t cap = rs[i].max_flows ? rs[i].max_flows : opts.default_max_flows;
-      cr->flows = std::make_unique<FlowTable>(cap, rs[i].idle_timeout_ns);
+      // Meters keep two bucket words per flow, every other algorithm one.
+      cr->flows = std::make_unique<FlowTable>(cap, rs[i].idle_timeout_ns, uint64_t{1'000'000},
+                                              rs[i].is_meter() ? 2u : 1u);
     }
     for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
       if (cr->chain_len == kMaxChain)
@@ -329,11 +333,18 @@ Verdict Pipeline::process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t 
 
 void Pipeline::process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
                              WorkerCounters& counters, Verdict* verdicts) {
-  Impl::Classified cl[kMaxBurst];
+  // Raw storage (Classified is an aggregate, so the bytes implicitly hold its objects):
+  // classify() writes every field of the entries it uses, so value-initialising the whole
+  // array each burst would only be wasted stores.
+  alignas(Impl::Classified) unsigned char raw[kMaxBurst * sizeof(Impl::Classified)];
+  auto* cl = reinterpret_cast<Impl::Classified*>(raw);
+  static_assert(std::is_aggregate_v<Impl::Classified> &&
+                std::is_trivially_destructible_v<Impl::Classified>);
   for (size_t done = 0; done < n; done += kMaxBurst) {
     const size_t m = std::min(kMaxBurst, n - done);
     for (size_t i = 0; i < m; ++i)
-      impl_->classify(frames[done + i].data, frames[done + i].len, port, cl[i]);
+      impl_->classify(frames[done + i].data, frames[done + i].len, port,
+                      cl[i]);
     for (size_t i = 0; i < m; ++i)
       verdicts[done + i] = impl_->finish(frames[done + i].data, cl[i], now_ns, counters);
   }

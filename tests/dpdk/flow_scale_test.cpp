@@ -12,6 +12,7 @@
 #include <fstream>
 #include <vector>
 
+#include "flow_table.hpp"
 #include "live/dataplane.hpp"
 #include "pipeline.hpp"
 #include "rules_loader.hpp"
@@ -81,14 +82,16 @@ TEST(FlowScale, ExpirySliceBetweenBurstsStaysUnderTenMicroseconds) {
     pipeline->process(frame.data(), uint32_t(frame.size()), 0, t0, counters);
   }
   const auto& snap = pipeline->snapshot({&counters});
-  // 8-way sets at 100% load fill to ~86% (no LRU victim is idle enough to evict).
-  ASSERT_GT(snap.rules[0].active_flows, kFlows * 8 / 10);
+  // 8-way sets at half load (two slots per flow of capacity): ~99% of the flows find room
+  // (no LRU victim is idle enough to evict).
+  ASSERT_GT(snap.rules[0].active_flows, kFlows * 98 / 100);
 
   const size_t budget = DataplaneConfig{}.expire_budget;
   const uint64_t later = t0 + 10'000'000'000ull;  // everything idle for 10 s
   std::vector<double> us;
   size_t freed = 0;
-  for (size_t call = 0; call < kFlows / budget + 1 && freed < snap.rules[0].active_flows; ++call) {
+  const size_t slots = kFlows * FlowTable::kSlack;  // one pass over every slot
+  for (size_t call = 0; call < slots / budget + 1 && freed < snap.rules[0].active_flows; ++call) {
     const auto a = std::chrono::steady_clock::now();
     freed += pipeline->expire_idle(later, budget);
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count());

@@ -25,25 +25,33 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+using State = std::atomic<uint64_t>*;
+using ConstState = const std::atomic<uint64_t>*;
+
 // init callback that records the flow's hash in state[0] (so tests can check who owns a slot).
 auto init_with(uint64_t hash) {
-  return [hash](FlowSlot& s) {
-    s.state[0].store(hash, std::memory_order_relaxed);
-    s.state[1].store(~hash, std::memory_order_relaxed);
+  return [hash](State s) {
+    s[0].store(hash, std::memory_order_relaxed);
+    s[1].store(~hash, std::memory_order_relaxed);
   };
+}
+
+// A table whose flows of capacity <= 8 all share one set (no slack), for set-level tests.
+FlowTable one_set(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns) {
+  return FlowTable(capacity, idle_timeout_ns, min_evict_idle_ns, 2, 1);
 }
 
 FlowTable::Lookup put(FlowTable& t, uint64_t hash, uint64_t now_ns) {
   return t.find_or_insert(hash, now_ns, init_with(hash));
 }
 
-// Live (published) tags in the table; fails the test on pending leftovers.
+// Fingerprints of the live (published) flows in the table; fails the test on pending leftovers.
 std::multiset<uint64_t> live_tags(const FlowTable& t) {
   std::multiset<uint64_t> tags;
   for (size_t i = 0; i < t.slot_count(); ++i) {
-    const uint64_t tag = t.slot_at(i).tag.load();
-    EXPECT_EQ(tag & FlowTable::kPending, 0u) << "slot " << i << " left pending";
-    if (tag != FlowTable::kEmpty) tags.insert(tag);
+    const uint64_t word = t.tag_word(i);
+    EXPECT_EQ(word & FlowTable::kPending, 0u) << "slot " << i << " left pending";
+    if (word != FlowTable::kEmpty) tags.insert(t.fingerprint_at(i));
   }
   return tags;
 }
@@ -58,75 +66,83 @@ std::vector<uint64_t> same_set_hashes(const FlowTable& t, size_t n, uint64_t sal
 }
 
 TEST(FlowTable, LayoutAndMemory) {
-  static_assert(sizeof(FlowSlot) == 32);
-  static_assert(offsetof(FlowSlot, state) % 16 == 0, "meters CAS state[] with cmpxchg16b");
-  for (uint64_t cap : {8ull, 100ull, 4096ull, 65536ull, 100'000ull, 1'000'000ull}) {
-    FlowTable t(cap, 60'000'000'000ull);
-    const double per_flow = double(t.memory_bytes()) / double(cap);
-    EXPECT_LE(per_flow, 64.0) << cap;
-    if (cap >= 4096) {  // 32 B/flow + a fixed header
-      EXPECT_LT(per_flow, 32.1) << cap;
+  for (unsigned words : {1u, 2u}) {
+    for (uint64_t cap : {8ull, 100ull, 4096ull, 65536ull, 100'000ull, 1'000'000ull}) {
+      FlowTable t(cap, 60'000'000'000ull, 1'000'000, words);
+      const double per_flow = double(t.memory_bytes()) / double(cap);
+      if (cap >= 100) {  // tiny tables are mostly the fixed header
+        EXPECT_LE(per_flow, 64.0) << cap;
+      }
+      if (cap >= 4096) {  // kSlack slots of (tag + state words) per flow, plus a fixed header
+        EXPECT_LT(per_flow, FlowTable::kSlack * 8.0 * (1 + words) + 0.1) << cap;
+      }
+      EXPECT_GE(t.slot_count(), cap * FlowTable::kSlack);
+      EXPECT_LT(t.slot_count(), cap * FlowTable::kSlack + FlowTable::kWays);
+      EXPECT_EQ(t.capacity(), cap);
+      EXPECT_EQ(t.state_words(), words);
     }
-    EXPECT_GE(t.slot_count(), cap);
-    EXPECT_LT(t.slot_count(), cap + FlowTable::kWays);
-    EXPECT_EQ(t.capacity(), cap);
   }
   FlowTable t(4096, 1);
-  const auto base = reinterpret_cast<uintptr_t>(&t.slot_at(0));
-  EXPECT_EQ(base % 256, 0u) << "sets must be cache-line (and set) aligned";
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u) << "sets must be cache-line aligned";
+  for (size_t i = 0; i < t.slot_count(); ++i)
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(t.state_at(i)) % 16, 0u)
+        << "meters CAS their two words with cmpxchg16b";
+  FlowTable big(1'000'000, 1);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data()) % (2u << 20), 0u)
+      << "large tables start on a 2 MB boundary (transparent huge pages)";
 }
 
 TEST(FlowTable, InsertThenFind) {
   FlowTable t(1024, 60 * 1000 * kTick);
   auto a = put(t, 111, 0);
   ASSERT_EQ(a.outcome, Outcome::created);
-  ASSERT_NE(a.slot, nullptr);
-  EXPECT_EQ(a.slot->state[0].load(), 111u);
-  EXPECT_EQ(a.slot->tag.load(), FlowTable::tag_of(111));
+  ASSERT_NE(a.state, nullptr);
+  EXPECT_EQ(a.state[0].load(), 111u);
+  EXPECT_EQ(t.fingerprint_at(t.slot_of(a.state)), FlowTable::tag_of(111));
 
   bool called = false;
-  auto b = t.find_or_insert(111, kTick, [&](FlowSlot&) { called = true; });
+  auto b = t.find_or_insert(111, kTick, [&](State) { called = true; });
   EXPECT_EQ(b.outcome, Outcome::found);
-  EXPECT_EQ(b.slot, a.slot);
+  EXPECT_EQ(b.state, a.state);
   EXPECT_FALSE(called) << "init only runs for a new flow";
-  EXPECT_EQ(b.slot->last_seen.load(), FlowTable::tick_of(kTick)) << "found touches last_seen";
+  EXPECT_EQ(t.tick_at(t.slot_of(b.state)), t.tick_of(kTick)) << "found touches the tick";
 
   auto c = put(t, 222, 0);
   EXPECT_EQ(c.outcome, Outcome::created);
-  EXPECT_NE(c.slot, a.slot);
+  EXPECT_NE(c.state, a.state);
   EXPECT_EQ(t.active(), 2u);
-  EXPECT_EQ(t.find(111), a.slot);
+  EXPECT_EQ(t.find(111), a.state);
   EXPECT_EQ(t.find(333), nullptr);
 }
 
 TEST(FlowTable, ReservedTagValuesAreRemapped) {
   FlowTable t(64, kNever);
-  // 0 would read as "empty" and bit 63 as "pending": the fingerprint drops bit 63 and maps 0 to 1.
+  // The fingerprint is the hash's low 39 bits; 0 would read as "empty", so it maps to 1.
   EXPECT_EQ(FlowTable::tag_of(0), 1u);
-  EXPECT_EQ(FlowTable::tag_of(FlowTable::kPending), 1u);
-  EXPECT_EQ(FlowTable::tag_of(FlowTable::kPending | 5), 5u);
+  EXPECT_EQ(FlowTable::tag_of(uint64_t{1} << 39), 1u);
+  EXPECT_EQ(FlowTable::tag_of(FlowTable::kPending | 5), 5u) << "bit 63 is not part of it";
   auto a = put(t, 0, 0);
   EXPECT_EQ(a.outcome, Outcome::created);
-  EXPECT_EQ(put(t, 0, 0).slot, a.slot);
-  auto b = put(t, 1ull << 63, 0);  // same fingerprint as 0: same flow (documented)
-  EXPECT_EQ(b.outcome, Outcome::found);
+  EXPECT_EQ(put(t, 0, 0).state, a.state);
+  EXPECT_EQ(t.fingerprint_at(t.slot_of(a.state)), 1u);
+  EXPECT_EQ(t.tag_word(t.slot_of(a.state)) & FlowTable::kPending, 0u);
   EXPECT_EQ(t.active(), 1u);
 }
 
 TEST(FlowTable, CapacityExactlyEnforced) {
   // 10 flows in 2 sets (16 slots): the 11th new flow finds free slots but no capacity, and
   // every live flow is recent, so it gets no slot.
-  FlowTable t(10, kNever, 1000 * kTick);
-  std::set<FlowSlot*> slots;
+  FlowTable t = one_set(10, kNever, 1000 * kTick);
+  std::set<ConstState> slots;
   uint64_t created = 0, refused = 0;
   for (uint64_t i = 0; i < 200; ++i) {
     auto r = put(t, mix(i), 0);
     if (r.outcome == Outcome::created) {
       ++created;
-      slots.insert(r.slot);
+      slots.insert(r.state);
     } else {
       ASSERT_EQ(r.outcome, Outcome::no_slot);
-      ASSERT_EQ(r.slot, nullptr);
+      ASSERT_EQ(r.state, nullptr);
       ++refused;
     }
     ASSERT_LE(t.active(), 10u);
@@ -140,20 +156,20 @@ TEST(FlowTable, CapacityExactlyEnforced) {
 
 TEST(FlowTable, AtCapacityEvictsLruOfTheSetWhenIdleEnough) {
   // Capacity 8, one set: when full, a new flow replaces the least recently used one.
-  FlowTable t(8, kNever, 2 * kTick);
+  FlowTable t = one_set(8, kNever, 2 * kTick);
   for (uint64_t i = 0; i < 8; ++i) ASSERT_EQ(put(t, 100 + i, i * 10 * kTick).outcome, Outcome::created);
   // Touch everything except flow 103 later on, so 103 becomes the LRU.
   for (uint64_t i = 0; i < 8; ++i)
     if (i != 3) {
       ASSERT_EQ(put(t, 100 + i, 100 * kTick).outcome, Outcome::found);
     }
-  FlowSlot* lru_slot = const_cast<FlowSlot*>(t.find(103));
+  ConstState lru_slot = t.find(103);
   ASSERT_NE(lru_slot, nullptr);
 
   auto r = put(t, 999, 110 * kTick);
   EXPECT_EQ(r.outcome, Outcome::evicted);
-  EXPECT_EQ(r.slot, lru_slot) << "victim must be the least recently used slot";
-  EXPECT_EQ(r.slot->state[0].load(), 999u) << "init ran for the new flow";
+  EXPECT_EQ(r.state, lru_slot) << "victim must be the least recently used slot";
+  EXPECT_EQ(r.state[0].load(), 999u) << "init ran for the new flow";
   EXPECT_EQ(t.find(103), nullptr);
   EXPECT_EQ(t.evicted(), 1u);
   EXPECT_EQ(t.active(), 8u);
@@ -178,7 +194,7 @@ TEST(FlowTable, SetFullEvictsEvenBelowCapacity) {
 
 TEST(FlowTable, MinEvictIdleProtectsActiveFlows) {
   const uint64_t min_idle = 5 * kTick;
-  FlowTable t(8, kNever, min_idle);
+  FlowTable t = one_set(8, kNever, min_idle);
   for (uint64_t i = 0; i < 8; ++i) ASSERT_EQ(put(t, 100 + i, 0).outcome, Outcome::created);
   // Idle for exactly min_idle: not yet *certainly* idle that long at tick granularity.
   EXPECT_EQ(put(t, 999, min_idle).outcome, Outcome::no_slot);
@@ -197,14 +213,14 @@ TEST(FlowTable, MinEvictIdleProtectsActiveFlows) {
 }
 
 TEST(FlowTable, ZeroMinEvictIdleEvictsAtOnce) {
-  FlowTable t(8, kNever, 0);
+  FlowTable t = one_set(8, kNever, 0);
   for (uint64_t i = 0; i < 8; ++i) put(t, 100 + i, 0);
   EXPECT_EQ(put(t, 999, 0).outcome, Outcome::evicted);
 }
 
 TEST(FlowTable, LazyExpiryReusesIdleSlotWithoutEvicting) {
   const uint64_t timeout = 10 * kTick;
-  FlowTable t(8, timeout, 1000 * kTick);  // eviction effectively off
+  FlowTable t = one_set(8, timeout, 1000 * kTick);  // eviction effectively off
   for (uint64_t i = 0; i < 8; ++i) ASSERT_EQ(put(t, 100 + i, 0).outcome, Outcome::created);
   for (uint64_t i = 1; i < 8; ++i) put(t, 100 + i, 5 * kTick);  // 100 stays idle since 0
   EXPECT_EQ(put(t, 999, timeout).outcome, Outcome::no_slot) << "not certainly idle yet";
@@ -243,7 +259,7 @@ TEST(FlowTable, ExpireIsBoundedAndResumesFromCursor) {
   const uint64_t timeout = 10 * kTick;
   FlowTable t(1024, timeout);
   const size_t n = t.slot_count();
-  ASSERT_EQ(n, 1024u);
+  ASSERT_EQ(n, 1024u * FlowTable::kSlack);
   // Fill every slot of the table (any order), all idle since 0.
   uint64_t live = 0;
   for (uint64_t i = 0; live < 700; ++i)
@@ -252,7 +268,7 @@ TEST(FlowTable, ExpireIsBoundedAndResumesFromCursor) {
   // Count live slots per range [a, b) to know what each bounded call should free.
   auto live_in = [&](size_t a, size_t b) {
     size_t c = 0;
-    for (size_t i = a; i < b; ++i) c += t.slot_at(i).tag.load() != FlowTable::kEmpty;
+    for (size_t i = a; i < b; ++i) c += t.tag_word(i) != FlowTable::kEmpty;
     return c;
   };
   const uint64_t now = 100 * kTick;
@@ -279,13 +295,32 @@ TEST(FlowTable, ClockSteppingBackIsNotIdleness) {
 }
 
 TEST(FlowTable, TickWrapIsHandled) {
-  // last_seen is a 32-bit tick: crossing 2^32 ticks must look like 1 tick of idleness, not -2^32.
-  const uint64_t wrap_ns = (uint64_t{1} << 32) * kTick;
+  // The tick is 24 bits: crossing 2^24 ticks must look like 1 tick of idleness, not -2^24.
+  const uint64_t wrap_ns = (uint64_t{1} << FlowTable::kTickBits) * kTick;
   FlowTable t(8, 10 * kTick, 0);
   put(t, 7, wrap_ns - kTick);
-  EXPECT_EQ(t.expire(wrap_ns + 2 * kTick, 8), 0u);
+  EXPECT_EQ(t.expire(wrap_ns + 2 * kTick, t.slot_count()), 0u);
   EXPECT_EQ(t.active(), 1u);
-  EXPECT_EQ(t.expire(wrap_ns + 20 * kTick, 8), 1u);
+  EXPECT_EQ(t.expire(wrap_ns + 20 * kTick, t.slot_count()), 1u);
+}
+
+TEST(FlowTable, NeverExpiringFlowsStayOldForLruPastTheTickRange) {
+  // No idle timeout: a flow idle for longer than the 24-bit tick range must still be the one
+  // evicted, not look "just seen" because its distance wrapped. The sweep clamps its age.
+  FlowTable t = one_set(8, kNever, 1000 * kTick);
+  const uint64_t range = (uint64_t{1} << FlowTable::kTickBits) * kTick;
+  for (uint64_t i = 0; i < 8; ++i) put(t, 100 + i, 0);
+  // Sweeps every eighth of the range while the flows sit idle for 3/4 of it, as a worker would.
+  // Unswept, flow 100's distance (3/4 of 2^24 ticks) would read as negative: "just seen",
+  // protected by min_evict_idle, and the new flow would get no slot.
+  const uint64_t end = range / 4 * 3;
+  for (uint64_t now = range / 8; now <= end; now += range / 8) {
+    EXPECT_EQ(t.expire(now, t.slot_count()), 0u) << "never expires";
+  }
+  for (uint64_t i = 1; i < 8; ++i) put(t, 100 + i, end);  // all but 100 touched
+  auto r = put(t, 999, end + 2000 * kTick);
+  EXPECT_EQ(r.outcome, Outcome::evicted) << "the long-idle flow is evictable";
+  EXPECT_EQ(t.find(100), nullptr) << "the least recently used flow went";
 }
 
 TEST(FlowTable, FloodOfDistinctFlowsKeepsMemoryFixed) {
@@ -323,7 +358,7 @@ TEST(FlowTable, ZeroCapacityAdmitsNoFlow) {
 
 TEST(FlowTable, InitExceptionUndoesClaim) {
   FlowTable t(8, kNever);
-  EXPECT_THROW(t.find_or_insert(5, 0, [](FlowSlot&) { throw 42; }), int);
+  EXPECT_THROW(t.find_or_insert(5, 0, [](State) { throw 42; }), int);
   EXPECT_EQ(t.active(), 0u);
   EXPECT_TRUE(live_tags(t).empty());
   EXPECT_EQ(put(t, 5, 0).outcome, Outcome::created);
@@ -352,11 +387,10 @@ void check_consistent(const FlowTable& t) {
   EXPECT_LE(t.active(), t.capacity());
   // Every slot's state was written by init for the flow that owns it.
   for (size_t i = 0; i < t.slot_count(); ++i) {
-    const FlowSlot& s = t.slot_at(i);
-    const uint64_t tag = s.tag.load();
-    if (tag == FlowTable::kEmpty) continue;
-    EXPECT_EQ(FlowTable::tag_of(s.state[0].load()), tag);
-    EXPECT_EQ(s.state[1].load(), ~s.state[0].load());
+    if (t.tag_word(i) == FlowTable::kEmpty) continue;
+    ConstState s = t.state_at(i);
+    EXPECT_EQ(FlowTable::tag_of(s[0].load()), t.fingerprint_at(i));
+    EXPECT_EQ(s[1].load(), ~s[0].load());
   }
 }
 
@@ -366,7 +400,7 @@ TEST(FlowTableConcurrency, SameNewFlowsFromAllThreadsShareOneSlot) {
   for (int threads : {2, 3, 4}) {
     FlowTable t(1 << 16, kNever, ~0ull >> 1);
     constexpr uint64_t kFlows = 20'000;
-    std::vector<std::vector<FlowSlot*>> got(threads, std::vector<FlowSlot*>(kFlows));
+    std::vector<std::vector<ConstState>> got(threads, std::vector<ConstState>(kFlows));
     std::atomic<uint64_t> creates{0};
     StartLine start(threads);
     std::vector<std::thread> pool;
@@ -376,7 +410,7 @@ TEST(FlowTableConcurrency, SameNewFlowsFromAllThreadsShareOneSlot) {
         for (uint64_t i = 0; i < kFlows; ++i) {
           auto r = put(t, mix(i), 0);
           if (r.outcome == Outcome::created) creates.fetch_add(1);
-          got[th][i] = r.slot;  // nullptr on no_slot (only if a peer stalled mid-claim)
+          got[th][i] = r.state;  // nullptr on no_slot (only if a peer stalled mid-claim)
         }
       });
     }
@@ -385,7 +419,7 @@ TEST(FlowTableConcurrency, SameNewFlowsFromAllThreadsShareOneSlot) {
     EXPECT_EQ(creates.load(), t.active());
     uint64_t present = 0;
     for (uint64_t i = 0; i < kFlows; ++i) {
-      const FlowSlot* s = t.find(mix(i));
+      ConstState s = t.find(mix(i));
       present += s != nullptr;
       for (int th = 0; th < threads; ++th)
         if (got[th][i]) {
@@ -424,10 +458,10 @@ TEST(FlowTableConcurrency, RacingClaimsOfOneNewFlowInAChurningSet) {
   // threads insert the round's flow (plus a private one for churn); between rounds we check that
   // the flow is in at most one slot and every thread that got a slot got that one.
   for (int threads : {2, 3, 4}) {
-    FlowTable t(8, 8 * kTick, 0);  // a single set; expiry after ~9 ticks, eviction at once
+    FlowTable t = one_set(8, 8 * kTick, 0);  // a single set; expiry after ~9 ticks, eviction at once
     constexpr int kRounds = 20000;
     Barrier barrier(threads);
-    std::vector<FlowSlot*> got(threads);
+    std::vector<ConstState> got(threads);
     int dup_rounds = 0, disagree_rounds = 0;  // written by thread 0 only
     std::vector<std::thread> pool;
     for (int th = 0; th < threads; ++th) {
@@ -439,17 +473,17 @@ TEST(FlowTableConcurrency, RacingClaimsOfOneNewFlowInAChurningSet) {
           const bool churn = r % 2 == 1;  // odd rounds: another flow's claim races ours
           barrier.wait();
           if (churn && th % 2 == 1) put(t, mix(uint64_t(r) << 8 | uint64_t(th + 1)), now);
-          got[th] = put(t, h, now).slot;
+          got[th] = put(t, h, now).state;
           if (churn && th % 2 == 0) put(t, mix(uint64_t(r) << 8 | uint64_t(th + 1)), now);
           barrier.wait();
           if (th == 0) {
             int copies = 0;
             for (size_t i = 0; i < t.slot_count(); ++i) {
-              copies += t.slot_at(i).tag.load() == FlowTable::tag_of(h);
+              copies += t.tag_word(i) == ((FlowTable::tag_of(h) << FlowTable::kTickBits) | t.tick_at(i));
             }
-            FlowSlot* const home = const_cast<FlowSlot*>(t.find(h));
+            ConstState const home = t.find(h);
             bool agree = true;
-            for (FlowSlot* s : got) agree &= s == nullptr || s == home;
+            for (ConstState s : got) agree &= s == nullptr || s == home;
             dup_rounds += copies > 1;
             // With churn a peer may evict the flow right after it was created: only the
             // quiet rounds can demand that all threads got the same slot.
@@ -484,7 +518,7 @@ TEST(FlowTableConcurrency, OverlappingInsertsEvictionsAndExpiry) {
           const uint64_t h = mix(rng() % 300);  // overlapping across threads
           const uint64_t now = (i / 500) * kTick;
           auto r = put(t, h, now);
-          if (r.slot) {
+          if (r.state) {
             ASSERT_NE(r.outcome, Outcome::no_slot);
           }
           ASSERT_LE(t.active(), 64u);
@@ -520,7 +554,7 @@ TEST(FlowTableConcurrency, ConcurrentCapacityIsExact) {
   for (auto& th : pool) th.join();
   check_consistent(t);
   EXPECT_EQ(created.load(), t.active());
-  // 104 slots, capacity 100, every set offered far more than 8 flows: exactly 100 get in.
+  // 200 slots, capacity 100, every set offered far more than 8 flows: exactly 100 get in.
   EXPECT_EQ(t.active(), 100u);
 }
 
