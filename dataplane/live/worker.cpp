@@ -95,8 +95,9 @@ void Worker::run() {
 void Worker::handle_burst(const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n, uint64_t now_ns) {
   bump(stats_.rx_packets, n);
   rte_mbuf* dropped[kMaxBurst];
-  uint16_t n_dropped = 0;
-  uint64_t tx_full = 0, overflow = 0;
+  rte_mbuf* forward[kMaxBurst];
+  uint16_t n_dropped = 0, n_forward = 0;
+  uint64_t overflow = 0;
 
   // The pipeline classifies the whole burst first (prefetching each flow's slot), then
   // charges it; the frames' first cache lines are fetched ahead of the parser here.
@@ -119,14 +120,32 @@ void Worker::handle_burst(const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n, uint
         dropped[n_dropped++] = m;
         ++overflow;
       }
-    } else if (!enqueue(tx_[rxq.tx], m)) {
-      dropped[n_dropped++] = m;
+    } else {
+      forward[n_forward++] = m;
+    }
+  }
+  if (n_forward != 0) send(tx_[rxq.tx], forward, n_forward, dropped, n_dropped);
+  if (n_dropped != 0) rte_pktmbuf_free_bulk(dropped, n_dropped);
+  if (overflow != 0) bump(stats_.shaper_overflow, overflow);
+}
+
+void Worker::send(TxQueue& q, rte_mbuf** pkts, uint16_t n, rte_mbuf** dropped,
+                  uint16_t& n_dropped) {
+  uint16_t sent = 0;
+  // Nothing older waiting: hand the burst to the device directly, and buffer only what it
+  // refused. Otherwise go behind the waiting packets, so the queue keeps its order.
+  if (q.buffer.empty()) {
+    sent = rte_eth_tx_burst(q.where.port, q.where.queue, pkts, n);
+    if (sent != 0) bump(stats_.tx_packets, sent);
+  }
+  uint64_t tx_full = 0;
+  for (uint16_t i = sent; i < n; ++i) {
+    if (!enqueue(q, pkts[i])) {
+      dropped[n_dropped++] = pkts[i];
       ++tx_full;
     }
   }
-  if (n_dropped != 0) rte_pktmbuf_free_bulk(dropped, n_dropped);
   if (tx_full != 0) bump(stats_.tx_dropped, tx_full);
-  if (overflow != 0) bump(stats_.shaper_overflow, overflow);
 }
 
 void Worker::release_due(uint64_t now_ns) {

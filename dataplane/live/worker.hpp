@@ -106,6 +106,8 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
   // Buffers m for TX queue q; false (caller drops and counts) only if the device would not
   // take enough of the buffer to make room.
   bool enqueue(TxQueue& q, rte_mbuf* m);
+  // Sends forwarded packets in order; the ones neither sent nor buffered go to dropped[].
+  void send(TxQueue& q, rte_mbuf** pkts, uint16_t n, rte_mbuf** dropped, uint16_t& n_dropped);
   void flush(TxQueue& q);
   void flush_tx();
   // After the loop: held packets were due later, so a stopped shaper drops them; unsent ones
