@@ -259,3 +259,67 @@ TEST(FrameParser, ThreeVlanTagsAreMalformed) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+using namespace parser_test;
+
+void expect_same_parse(const ParsedFrame& a, const ParsedFrame& b, const std::string& what) {
+  EXPECT_EQ(a.status, b.status) << what;
+  EXPECT_EQ(a.ip_version, b.ip_version) << what;
+  EXPECT_EQ(a.vlan_count, b.vlan_count) << what;
+  EXPECT_EQ(a.outer_vlan, b.outer_vlan) << what;
+  EXPECT_EQ(a.inner_vlan, b.inner_vlan) << what;
+  EXPECT_EQ(a.l3_offset, b.l3_offset) << what;
+  EXPECT_EQ(a.l4_offset, b.l4_offset) << what;
+  EXPECT_EQ(a.proto, b.proto) << what;
+  EXPECT_EQ(a.dscp, b.dscp) << what;
+  EXPECT_EQ(a.has_ports, b.has_ports) << what;
+  EXPECT_EQ(a.has_l4, b.has_l4) << what;
+  EXPECT_EQ(a.is_fragment, b.is_fragment) << what;
+  EXPECT_EQ(a.is_first_fragment, b.is_first_fragment) << what;
+  EXPECT_EQ(a.src_port, b.src_port) << what;
+  EXPECT_EQ(a.dst_port, b.dst_port) << what;
+  EXPECT_EQ(a.src, b.src) << what;
+  EXPECT_EQ(a.dst, b.dst) << what;
+  EXPECT_EQ(a.frame_len, b.frame_len) << what;
+  EXPECT_EQ(a.malformed_reason == nullptr, b.malformed_reason == nullptr) << what;
+}
+
+// parse_frame_into() takes a straight-line path for plain IPv4 TCP/UDP frames; it must agree
+// with the general walk on those frames and on every near miss (mutated headers, lengths,
+// fragments, truncations), which is where a shortcut would go wrong.
+TEST(FrameParser, FastPathAgreesWithTheGeneralWalk) {
+  std::mt19937_64 rng(20261130);
+  const Bytes seeds[] = {
+      PacketBuilder().ipv4("10.0.0.1", "192.0.2.7", 10).udp(5353, 53).payload(30).build(),
+      PacketBuilder().ipv4("10.1.2.3", "10.3.2.1").tcp(443, 40000).payload(6).build(),
+      PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").udp(1, 2).build(),
+  };
+  // Offsets the shortcut reads: ethertype, version/IHL, TOS, total length, fragment field,
+  // protocol, addresses, ports.
+  const size_t hot[] = {12, 13, 14, 15, 16, 17, 20, 21, 23, 26, 29, 30, 33, 34, 35, 36, 37};
+  size_t fast_taken = 0;
+  for (int round = 0; round < 20000; ++round) {
+    Bytes f = seeds[rng() % std::size(seeds)];
+    const int edits = int(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = hot[rng() % std::size(hot)];
+      f[at] = rng() % 4 == 0 ? uint8_t(rng()) : uint8_t(f[at] ^ (1u << (rng() % 8)));
+    }
+    const size_t n = rng() % 8 == 0 ? rng() % (f.size() + 1) : f.size();
+    auto buf = std::make_unique<uint8_t[]>(n + 1);
+    std::copy_n(f.data(), n, buf.get());
+    ParsedFrame fast, general;
+    parse_frame_into(buf.get(), uint32_t(n), fast);
+    parse_frame_general(buf.get(), uint32_t(n), general);
+    expect_same_parse(fast, general, "round " + std::to_string(round));
+    fast_taken += edits == 0 && n == f.size();
+    if (HasFailure()) break;
+  }
+  EXPECT_GT(fast_taken, 1000u);
+}
+
+}  // namespace
+}  // namespace sluice
