@@ -128,7 +128,7 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
     i = 0;
   }
   std::vector<std::string> ours(args.begin() + long(i), args.end());
-  auto opts = parse_options(ours, {"config", "control", "metrics", "report", "stats-interval", "flows"});
+  auto opts = parse_options(ours, {"config", "control", "metrics", "report", "stats-interval", "flows", "mbufs"});
   if (!opts) return opts.error();
   if (opts->help) {
     cli.mode = RunMode::help;
@@ -152,6 +152,14 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
                         std::to_string(kMaxFlows));
     cli.flows = *n;
   }
+  if (auto it = opts->values.find("mbufs"); it != opts->values.end()) {
+    auto n = parse_u64("mbufs", it->second);
+    if (!n) return n.error();
+    if (*n == 0 || *n > kMaxMbufs)
+      return make_error("option '--mbufs': " + it->second + " is not between 1 and " +
+                        std::to_string(kMaxMbufs));
+    cli.mbufs = *n;
+  }
   return cli;
 }
 
@@ -174,12 +182,16 @@ Result<CliArgs> parse_cli_args(int argc, const char* const* argv) {
 std::string usage_text(const std::string& program) {
   return "usage:\n"
          "  " + program + " [EAL args] -- --config RULES.yaml [--report REPORT.json]\n"
-         "          [--stats-interval S] [--flows N]\n"
+         "          [--stats-interval S] [--flows N] [--mbufs N]\n"
          "      the DPDK dataplane: forwards between port pairs 0<->1, 2<->3, ... (or back out\n"
          "      of the only port), one worker per lcore except the main one, until SIGINT or\n"
          "      SIGTERM; then prints the counters and writes --report. --stats-interval prints\n"
          "      the counters table every S seconds; --flows sets the flow slots of each keyed\n"
          "      rule without max-flows (default 65536; 32 bytes each, allocated at start).\n"
+         "      --mbufs sets the packet-buffer pool (default: what the descriptor rings, TX\n"
+         "      buffers, shaper and caches need, ~8k mbufs of ~2.3 KiB of EAL memory); give\n"
+         "      more for devices that hold many (net_pcap infinite_rx=1 keeps the whole\n"
+         "      trace). At least that need, at most " + std::to_string(kMaxMbufs) + ".\n"
          "      EAL args e.g.: -l 0,1 --no-pci --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
          "  " + program + " --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml\n"
          "          [--hash-seed N] [--stats]\n"

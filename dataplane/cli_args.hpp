@@ -1,6 +1,6 @@
 // Command line of `sluiced` (SPEC §1). Two shapes:
 //   sluiced [EAL args] -- --config RULES.yaml [--report FILE] [--stats-interval S] [--flows N]
-//           [--control SOCK] [--metrics HOST:PORT]
+//           [--mbufs N] [--control SOCK] [--metrics HOST:PORT]
 //   sluiced --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml
 //           [--hash-seed N] [--stats]
 // Parsing only: no file is opened here. Options take "--name value" or "--name=value".
@@ -30,7 +30,12 @@ struct CliArgs {
   std::string report_path;         // counters JSON written at shutdown ("" = none)
   uint64_t stats_interval_ms = 0;  // counters table on stdout this often (0 = never)
   uint64_t flows = 0;              // flow slots per keyed rule without max-flows (0 = default)
+  uint64_t mbufs = 0;              // mbufs in the packet pool (0 = sized from the rings)
 };
+
+// The most mbufs --mbufs takes: a ring-backed mempool of n mbufs needs a ring of 2^k > n
+// slots, and rte_ring's largest is 2^30 (about 2.4 TB of mbufs at the default data room).
+constexpr uint64_t kMaxMbufs = (uint64_t{1} << 30) - 1;
 
 // Errors are usage errors (exit 2); the message says which option was wrong.
 Result<CliArgs> parse_cli_args(int argc, const char* const* argv);

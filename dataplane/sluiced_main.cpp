@@ -50,6 +50,7 @@ int run_live_mode(const sluice::CliArgs& args) {
   opts.report_path = args.report_path;
   opts.stats_interval_ms = args.stats_interval_ms;
   opts.flows = args.flows;
+  opts.mbufs = args.mbufs;
   sluice::LiveFailure failure = sluice::LiveFailure::runtime;
   if (sluice::Status s = sluice::run_live(opts, &failure); !s) {
     std::fprintf(stderr, "sluiced: %s\n", s.error().message.c_str());

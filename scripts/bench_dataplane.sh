@@ -31,10 +31,10 @@
 # --profile: afterwards `perf record -e cpu-clock -g` on sluiced (1 worker) at the largest F
 # and the top of `perf report`.
 #
-# sluiced sizes its mbuf pool from its rings (~8k mbufs) and has no option for more; the
-# preloaded trace needs one mbuf per packet, so an LD_PRELOAD shim
-# (bench/dataplane/mbuf_pool_shim.c) raises rte_pktmbuf_pool_create()'s count, to the same
-# number testpmd gets with --total-num-mbufs.
+# The preloaded trace needs one mbuf per packet: both get the same pool, sluiced with
+# --mbufs N and testpmd with --total-num-mbufs=N (N = the largest trace + 32768).
+#
+# `scripts/bench.sh dataplane` runs this with --breakdown (and can --write the result).
 #
 # Hugepages: reserves what the largest trace needs (2 MB pages) and mounts hugetlbfs on a
 # temporary directory if none is mounted; both are undone on exit. Needs root.
@@ -118,16 +118,11 @@ trap 'exit 130' INT TERM
 
 # ------------------------------------------------------------------------------ build
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-  # GCC 12 -O3 false positives in libstdc++ (see scripts/bench.sh).
-  meson setup "$BUILD" --buildtype=release "-Dcpp_args=-Wno-error=restrict -Wno-error=array-bounds \
--Wno-error=stringop-overread -Wno-error=stringop-overflow" >/dev/null
-fi
-ninja -C "$BUILD" dataplane/sluiced tools/sluice-tracegen >&2
+# shellcheck source=scripts/lib/bench_common.sh
+source scripts/lib/bench_common.sh
+bench_build "$BUILD" dataplane/sluiced tools/sluice-tracegen
 SLUICED=$BUILD/dataplane/sluiced
 TRACEGEN=$BUILD/tools/sluice-tracegen
-SHIM=$WORK/mbuf_pool_shim.so
-cc -O2 -shared -fPIC -o "$SHIM" bench/dataplane/mbuf_pool_shim.c -ldl
 
 # ------------------------------------------------------------------------------ traces
 
@@ -186,29 +181,6 @@ cpu_ticks() {
   cat /proc/"$1"/task/*/stat 2>/dev/null | sed 's/.*) //' | awk '{t += $12 + $13} END {print t + 0}'
 }
 
-# Waits (at most 10 minutes) until the CPUs have been at least 90% idle for 15 s
-# (the same rule as scripts/bench.sh): other builds take the CPUs the workers need.
-wait_for_quiet() {
-  local deadline=$((SECONDS + 600)) quiet=0 idle=0 total=0 prev_idle prev_total
-  cpu_times() {
-    local u n s i w q sq st
-    read -r _ u n s i w q sq st _ </proc/stat
-    idle=$((i + w)) total=$((u + n + s + i + w + q + sq + st))
-  }
-  cpu_times
-  while ((quiet < 3 && SECONDS < deadline)); do
-    prev_idle=$idle prev_total=$total
-    sleep 5
-    cpu_times
-    if ((100 * (idle - prev_idle) >= 90 * (total - prev_total))); then
-      quiet=$((quiet + 1))
-    else
-      quiet=0
-    fi
-  done
-  ((quiet >= 3)) || log "the machine is still busy after 10 minutes; running anyway"
-}
-
 RESULTS=$WORK/results.csv
 echo "flows,workers,kind,rep,mpps,cpu,rss_kib,conform_pct,active_flows,evicted,load1" >"$RESULTS"
 HZ=$(getconf CLK_TCK)
@@ -238,13 +210,12 @@ run() {
         "--nb-cores=$w" "--rxq=$w" "--txq=$w" --stats-period=86400 </dev/null >"$out" 2>&1 &
       ;;
     sluiced)
-      SLUICE_BENCH_MBUFS=$MBUFS LD_PRELOAD=$SHIM "$SLUICED" "${eal[@]}" -- --config "$rules" \
-        --flows $((4 * f)) --report "$report" </dev/null >"$out" 2>&1 &
+      "$SLUICED" "${eal[@]}" -- --config "$rules" --flows $((4 * f)) --mbufs "$MBUFS" \
+        --report "$report" </dev/null >"$out" 2>&1 &
       ;;
     sluiced-thp)
-      GLIBC_TUNABLES=glibc.malloc.hugetlb=1 SLUICE_BENCH_MBUFS=$MBUFS LD_PRELOAD=$SHIM \
-        "$SLUICED" "${eal[@]}" -- --config "$rules" --flows $((4 * f)) --report "$report" \
-        </dev/null >"$out" 2>&1 &
+      GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$SLUICED" "${eal[@]}" -- --config "$rules" \
+        --flows $((4 * f)) --mbufs "$MBUFS" --report "$report" </dev/null >"$out" 2>&1 &
       ;;
   esac
   CHILD=$!
@@ -297,7 +268,7 @@ EOF
 }
 
 log "load average $(cut -d' ' -f1-3 /proc/loadavg); waiting for a quiet machine"
-wait_for_quiet
+bench_wait_for_quiet bench_dataplane
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 PROFILE_NOW=0

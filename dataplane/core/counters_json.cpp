@@ -71,7 +71,9 @@ std::string json_quote(std::string_view text) {
   return out;
 }
 
-std::string counters_to_json(const CountersSnapshot& s) {
+std::string counters_to_json(const CountersSnapshot& s) { return counters_to_json(s, {}); }
+
+std::string counters_to_json(const CountersSnapshot& s, const std::vector<JsonMember>& extra) {
   // One object per line keeps the file diffable and greppable while staying plain JSON.
   std::string out = "{\n  \"rules\": [";
   for (size_t i = 0; i < s.rules.size(); ++i) {
@@ -90,6 +92,12 @@ std::string counters_to_json(const CountersSnapshot& s) {
       append_port(out, s.ports[i]);
     }
     out += "\n  ]";
+  }
+  for (const JsonMember& m : extra) {
+    out += ",\n  ";
+    out += json_quote(m.key);
+    out += ": ";
+    out += m.json;
   }
   out += "\n}\n";
   return out;

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "counters.hpp"
 
@@ -13,6 +14,14 @@ namespace sluice {
 //   "active_flows": ..., "flows_evicted": ...}], "default": {...same keys...},
 //  "ports": [...]}  ("ports" only when the snapshot has any). Ends with a newline.
 std::string counters_to_json(const CountersSnapshot& snapshot);
+
+// A top-level member added after those above (live mode's "dataplane"): its key and its value,
+// already rendered as JSON (object members may span lines, indented by two spaces).
+struct JsonMember {
+  std::string key;
+  std::string json;
+};
+std::string counters_to_json(const CountersSnapshot& snapshot, const std::vector<JsonMember>& extra);
 
 // One line per rule plus the default, packet counts only, columns aligned.
 std::string counters_to_table(const CountersSnapshot& snapshot);

@@ -65,9 +65,9 @@ Result<std::vector<PortLimits>> port_limits(const DataplaneConfig& config) {
 }
 
 // Enough mbufs for every descriptor ring, every worker's burst, TX buffers and wheel, and the
-// per-lcore caches; 2^n - 1 is the size the ring-backed pool uses best.
-unsigned pool_size(const PortPlan& plan, const DataplaneConfig& c, size_t workers,
-                   size_t wheel_capacity) {
+// per-lcore caches, plus some slack.
+uint64_t mbufs_needed(const PortPlan& plan, const DataplaneConfig& c, size_t workers,
+                      size_t wheel_capacity) {
   uint64_t queues = 0;
   for (uint16_t q : plan.queues) queues += q;
   uint64_t n = queues * (uint64_t(c.rx_desc) + c.tx_desc);
@@ -76,10 +76,14 @@ unsigned pool_size(const PortPlan& plan, const DataplaneConfig& c, size_t worker
     for (const RxAssignment& a : plan.rx) tx_queues += a.worker == w;
     n += kMaxBurst + wheel_capacity + tx_queues * c.tx_buffer_capacity;
   }
-  n += uint64_t(rte_lcore_count()) * c.mempool_cache + 1024;
+  return n + uint64_t(rte_lcore_count()) * c.mempool_cache + 1024;
+}
+
+// The default pool: the need rounded up to 2^n - 1, the size the ring-backed pool uses best.
+unsigned pool_size(uint64_t needed) {
   uint64_t size = 1;
-  while (size - 1 < n) size <<= 1;
-  return unsigned(std::min<uint64_t>(size - 1, UINT32_MAX));
+  while (size - 1 < needed) size <<= 1;
+  return unsigned(std::min<uint64_t>(size - 1, kMaxPoolMbufs));
 }
 
 std::string unique_pool_name() {
@@ -105,11 +109,6 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
   if (!plan) return plan.error();
   for (const std::string& note : plan->notes) live_log("%s", note.c_str());
 
-  // Set-up: from here on a failure is the system's (runtime errors).
-  *failure = LiveFailure::runtime;
-  std::unique_ptr<Dataplane> dp(new Dataplane(pipeline, std::move(plan).value()));
-  const PortPlan& pl = dp->plan_;
-
   const uint64_t max_delay_ns = pipeline.max_delay_ns();
   uint64_t slot_ns = kSlotNs;
   if (max_delay_ns / slot_ns + 2 > kMaxWheelSlots) {
@@ -119,17 +118,42 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
   }
   const size_t wheel_capacity = max_delay_ns == 0 ? 0 : config.wheel_capacity;
 
+  const uint64_t needed = mbufs_needed(*plan, config, lcores->size(), wheel_capacity);
+  if (config.mbufs > kMaxPoolMbufs)
+    return make_error("--mbufs " + std::to_string(config.mbufs) + ": at most " +
+                      std::to_string(kMaxPoolMbufs) + " mbufs fit in one pool");
+  if (config.mbufs != 0 && config.mbufs < needed)
+    return make_error("--mbufs " + std::to_string(config.mbufs) + " is too few: the descriptor "
+                      "rings, bursts, TX buffers" + std::string(wheel_capacity ? ", shaper" : "") +
+                      " and lcore caches of this set-up need at least " + std::to_string(needed));
+  const unsigned n_mbufs = config.mbufs != 0 ? unsigned(config.mbufs) : pool_size(needed);
+
+  // Set-up: from here on a failure is the system's (runtime errors).
+  *failure = LiveFailure::runtime;
+  std::unique_ptr<Dataplane> dp(new Dataplane(pipeline, std::move(plan).value()));
+  const PortPlan& pl = dp->plan_;
+
   const int socket = pl.ports.empty() ? SOCKET_ID_ANY : rte_eth_dev_socket_id(pl.ports[0]);
-  auto pool = Mempool::create(unique_pool_name(),
-                              pool_size(pl, config, lcores->size(), wheel_capacity),
-                              config.mempool_cache, socket < 0 ? int(rte_socket_id()) : socket);
+  auto pool = Mempool::create(unique_pool_name(), n_mbufs, config.mempool_cache,
+                              socket < 0 ? int(rte_socket_id()) : socket);
   if (!pool) return pool.error();
   dp->pool_ = std::move(pool).value();
+  live_log("mbuf pool: %u mbufs (%s; %llu needed)", n_mbufs,
+           config.mbufs != 0 ? "--mbufs" : "sized from the rings, --mbufs N for more",
+           static_cast<unsigned long long>(needed));
 
   for (size_t i = 0; i < pl.ports.size(); ++i) {
     PortSetup setup{pl.queues[i], config.rx_desc, config.tx_desc, dp->pool_.get()};
+    const unsigned before = dp->pool_.in_use();
     auto port = Port::open(pl.ports[i], setup);
     if (!port) return port.error();
+    // What the driver took for its RX rings: counted as kept if it never gives it back.
+    const unsigned taken = dp->pool_.in_use() - before;
+    if (port->keeps_setup_mbufs() && taken != 0) {
+      dp->mbufs_kept_ += taken;
+      live_log("port %u: %s holds %u mbufs of the pool in its RX fill ring(s) until the pool "
+               "is freed", port->id(), port->driver().c_str(), taken);
+    }
     dp->ports_.push_back(std::move(port).value());
   }
 
@@ -161,11 +185,21 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
 }
 
 Dataplane::~Dataplane() {
-  stop();
+  close();
   workers_.clear();  // frees anything still held (nothing, after stop())
-  ports_.clear();    // close: drivers release the mbufs in their rings
-  if (unsigned leaked = pool_.in_use(); leaked != 0)
-    live_log("%u mbuf(s) still out of the pool at shutdown", leaked);
+}
+
+void Dataplane::close() {
+  if (closed_) return;
+  stop();
+  ports_.clear();  // close: drivers release the mbufs in their rings
+  closed_ = true;
+  const unsigned in_use = pool_.in_use();
+  mbufs_leaked_ = in_use > mbufs_kept_ ? in_use - mbufs_kept_ : 0;
+  if (mbufs_leaked_ != 0) {
+    live_log("%u mbuf(s) still out of the pool at shutdown (%u in use, %u of them kept by "
+             "drivers)", mbufs_leaked_, in_use, mbufs_kept_);
+  }
 }
 
 Status Dataplane::start() {
@@ -199,8 +233,22 @@ void Dataplane::stop() {
   stopped_ = true;
   stop_.store(true, std::memory_order_relaxed);
   for (unsigned lcore : launched_) rte_eal_wait_lcore(lcore);  // join
+  // The workers' last sends may still sit in drivers that free sent mbufs only on a later TX
+  // call (net_af_xdp: ~the last burst, from its completion ring). The TX queues are ours now:
+  // offer them empty bursts until the pool stops filling up (before stopping: a stopped port's
+  // burst functions are dummies).
+  for (int round = 0; round < 100; ++round) {
+    const unsigned before = pool_.in_use();
+    for (Port& p : ports_) p.reclaim_tx();
+    if (pool_.in_use() >= before) break;
+    rte_delay_us_sleep(100);
+  }
   final_ports_.clear();
-  for (const Port& p : ports_) final_ports_.push_back(p.stats());
+  final_port_reports_.clear();
+  for (const Port& p : ports_) {
+    final_ports_.push_back(p.stats());
+    final_port_reports_.push_back({p.name(), p.driver(), p.errors()});
+  }
   for (Port& p : ports_) p.stop();
 }
 
@@ -220,6 +268,31 @@ WorkerStats Dataplane::totals() const {
   WorkerStats t;
   for (const auto& w : workers_) t += w->stats();
   return t;
+}
+
+MbufAccount Dataplane::mbuf_account() const {
+  MbufAccount a;
+  a.total = pool_.size();
+  a.in_use = pool_.in_use();
+  a.kept_by_drivers = mbufs_kept_;
+  a.leaked = mbufs_leaked_;
+  return a;
+}
+
+DataplaneReport Dataplane::report() const {
+  DataplaneReport r;
+  for (const auto& w : workers_) {
+    if (!w->has_queues()) continue;
+    r.workers.push_back({w->lcore(), w->stats()});
+    r.totals += r.workers.back().stats;
+  }
+  if (stopped_) {
+    r.ports = final_port_reports_;
+  } else {
+    for (const Port& p : ports_) r.ports.push_back({p.name(), p.driver(), p.errors()});
+  }
+  r.mbufs = mbuf_account();
+  return r;
 }
 
 std::vector<WorkerStats> Dataplane::per_worker() const {

@@ -3,6 +3,10 @@
 // destructor stops and joins the workers, frees what they hold, stops and closes the ports,
 // then frees the pool. The EAL itself is owned by the caller (Eal) and must outlive this.
 //
+// Shutdown in steps, so the caller can report in between: stop() (workers joined, sent mbufs
+// reclaimed, final port counters, ports stopped), then close() (ports closed: drivers give
+// their mbufs back; the pool is checked for leaks), then destruction.
+//
 // Lcores: the main lcore runs control (statistics, signals, link state); every other lcore
 // given to EAL runs one worker. The core Pipeline (rules, buckets, flow tables) is shared by
 // all workers and owned by the caller; it too must outlive the Dataplane.
@@ -37,6 +41,40 @@ struct DataplaneConfig {
   size_t expire_budget = 64;         // flow slots per expire_idle() call (~1 us of work)
   uint64_t expire_interval_ns = 10'000;
   unsigned mempool_cache = 256;
+  // mbufs in the pool. 0: sized from the above (every descriptor ring, burst, TX buffer, the
+  // wheel, the caches; ~8k for one port and one worker). Otherwise exactly this many, at least
+  // that need (less is a usage error) and at most kMaxPoolMbufs.
+  uint64_t mbufs = 0;
+};
+
+// A ring-backed mempool of n mbufs needs a ring of 2^k > n slots; rte_ring's largest is 2^30.
+constexpr uint64_t kMaxPoolMbufs = (uint64_t{1} << 30) - 1;
+
+// Where the pool's mbufs are. Once closed, `in_use` is what never came back: `kept_by_drivers`
+// of it is held by drivers that return nothing at close (Port::keeps_setup_mbufs: what they
+// took at set-up), anything beyond (`leaked`) is a bug.
+struct MbufAccount {
+  unsigned total = 0;            // pool size
+  unsigned in_use = 0;           // out of the pool (and of every lcore cache) now
+  unsigned kept_by_drivers = 0;
+  unsigned leaked = 0;           // in_use - kept_by_drivers once closed (0 before)
+};
+
+// What happened outside the rules, for the operator (live REPORT.json "dataplane", the
+// --stats-interval table): worker totals and per worker, per-port errors, the pool.
+struct PortReport {
+  std::string name, driver;
+  PortErrors errors;
+};
+struct WorkerReport {
+  unsigned lcore = 0;
+  WorkerStats stats;
+};
+struct DataplaneReport {
+  WorkerStats totals;
+  std::vector<WorkerReport> workers;  // the workers that run (have RX queues)
+  std::vector<PortReport> ports;
+  MbufAccount mbufs;
 };
 
 class Dataplane {
@@ -52,9 +90,13 @@ class Dataplane {
 
   // Launches one worker per lcore that has RX queues.
   Status start();
-  // Stops and joins the workers, frees what they held, records the final port counters and
-  // stops the ports. Idempotent; the destructor calls it.
+  // Stops and joins the workers, frees what they held, lets the drivers free what they sent,
+  // records the final port counters and stops the ports. Idempotent; close() calls it.
   void stop();
+  // stop(), then closes the ports (their drivers give back the mbufs they hold) and checks
+  // that every mbuf is back in the pool except what drivers keep (logged if not).
+  // Idempotent; the destructor calls it. Counters and report() stay readable.
+  void close();
 
   // Rule counters summed over workers, and port counters (final ones once stopped). While
   // running, rule counters are read without synchronisation (they are per-worker plain
@@ -62,10 +104,14 @@ class Dataplane {
   CountersSnapshot snapshot() const;
   WorkerStats totals() const;
   std::vector<WorkerStats> per_worker() const;
+  // Worker statistics, port errors (final ones once stopped) and the pool's account.
+  DataplaneReport report() const;
+  MbufAccount mbuf_account() const;
   const PortPlan& plan() const { return plan_; }
   // Logs ports whose link changed since the last call. Control thread.
   void log_link_changes();
-  // mbufs out of the pool: after stop() with nothing left in the devices, 0.
+  // mbufs out of the pool: after stop() with nothing left in the devices, 0 (after close(),
+  // but for what drivers keep: see MbufAccount).
   unsigned mbufs_in_use() const { return pool_.in_use(); }
   unsigned mbufs_total() const { return pool_.size(); }
   rte_mempool* mempool() const { return pool_.get(); }
@@ -81,7 +127,11 @@ class Dataplane {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<unsigned> launched_;  // lcores running a worker
   bool stopped_ = false;
+  bool closed_ = false;
+  unsigned mbufs_kept_ = 0;  // taken at set-up by ports whose driver keeps them (see Port)
+  unsigned mbufs_leaked_ = 0;
   std::vector<PortSnapshot> final_ports_;
+  std::vector<PortReport> final_port_reports_;
   // Polled by every worker each loop; written once. Own line: nothing else shares it.
   alignas(64) std::atomic<bool> stop_{false};
 };

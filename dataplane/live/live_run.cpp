@@ -16,6 +16,7 @@
 #include "eal.hpp"
 #include "log.hpp"
 #include "pipeline.hpp"
+#include "report.hpp"
 #include "rules_loader.hpp"
 #include "signals.hpp"
 
@@ -65,8 +66,9 @@ Status write_report(const std::string& path, const std::string& text) {
   return Ok{};
 }
 
-void print_table(const CountersSnapshot& snap) {
+void print_table(const CountersSnapshot& snap, const DataplaneReport& report) {
   std::fputs(counters_to_table(snap).c_str(), stdout);
+  std::fputs(dataplane_report_table(report).c_str(), stdout);
   std::fputs("\n", stdout);
   std::fflush(stdout);
 }
@@ -80,7 +82,7 @@ void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_inte
     std::this_thread::sleep_for(kControlTick);
     const auto now = Clock::now();
     if (stats_interval_ms != 0 && now >= next_stats) {
-      print_table(dp.snapshot());
+      print_table(dp.snapshot(), dp.report());
       next_stats += interval;
       if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
     }
@@ -106,18 +108,22 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   if (!eal) return eal.error();
 
   // Declared after the EAL and the pipeline, so destroyed before them.
-  auto dp = Dataplane::create(**pipeline, DataplaneConfig{}, failure);
+  DataplaneConfig config;
+  config.mbufs = opts.mbufs;
+  auto dp = Dataplane::create(**pipeline, config, failure);
   if (!dp) return dp.error();
   *failure = LiveFailure::runtime;
   if (Status s = (*dp)->start(); !s) return s;
 
   control_loop(**dp, signals, opts.stats_interval_ms);
   live_log("signal %d: stopping", signals.signal_number());
-  (*dp)->stop();
+  // Closed before reporting, so the report can say whether every mbuf came back.
+  (*dp)->close();
 
   const CountersSnapshot snap = (*dp)->snapshot();
-  print_table(snap);
-  const WorkerStats t = (*dp)->totals();
+  const DataplaneReport report = (*dp)->report();
+  print_table(snap, report);
+  const WorkerStats& t = report.totals;
   live_log("stopped: %llu received, %llu sent, %llu dropped on a full TX buffer, %llu on a full "
            "shaper, %llu held at shutdown, %llu idle flows expired",
            static_cast<unsigned long long>(t.rx_packets), static_cast<unsigned long long>(t.tx_packets),
@@ -126,7 +132,7 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
            static_cast<unsigned long long>(t.shutdown_dropped),
            static_cast<unsigned long long>(t.flows_expired));
   if (!opts.report_path.empty()) {
-    if (Status s = write_report(opts.report_path, counters_to_json(snap)); !s) return s;
+    if (Status s = write_report(opts.report_path, live_report_json(snap, report)); !s) return s;
   }
   return Ok{};
 }

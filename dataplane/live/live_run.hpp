@@ -19,6 +19,7 @@ struct LiveOptions {
   uint64_t stats_interval_ms = 0;     // counters table on stdout this often (0 = never)
   uint64_t flows = 0;                 // flow slots of a keyed rule without max-flows (0 = core default)
   uint64_t hash_seed = 0;             // flow-table hash seed (0 = random per start)
+  uint64_t mbufs = 0;                 // mbuf pool size (0 = sized from the rings)
 };
 
 // On error, *failure says which exit code it deserves. Returns once stopped by a signal.

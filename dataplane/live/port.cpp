@@ -41,6 +41,8 @@ Result<Port> Port::open(uint16_t id, const PortSetup& setup) {
   rte_eth_dev_info info{};
   if (int ret = rte_eth_dev_info_get(id, &info); ret != 0)
     return make_error(port_error(id, "cannot read device info", ret));
+  port.name_ = port_name(id);
+  port.driver_ = info.driver_name ? info.driver_name : "?";
 
   rte_eth_conf conf{};
   conf.rxmode.mq_mode = RTE_ETH_MQ_RX_NONE;
@@ -77,7 +79,10 @@ Result<Port> Port::open(uint16_t id, const PortSetup& setup) {
   txconf.offloads = conf.txmode.offloads;
   for (uint16_t q = 0; q < setup.queues; ++q) {
     if (int ret = rte_eth_rx_queue_setup(id, q, rx_desc, queue_socket, &rxconf, setup.pool); ret != 0)
-      return make_error(port_error(id, ("cannot set up RX queue " + std::to_string(q)).c_str(), ret));
+      return make_error(port_error(id, ("cannot set up RX queue " + std::to_string(q)).c_str(), ret) +
+                        " (the mbuf pool has " + std::to_string(setup.pool ? setup.pool->size : 0) +
+                        " mbufs; a device that holds many, such as net_pcap with infinite_rx=1, "
+                        "may need more: --mbufs N)");
     if (int ret = rte_eth_tx_queue_setup(id, q, tx_desc, queue_socket, &txconf); ret != 0)
       return make_error(port_error(id, ("cannot set up TX queue " + std::to_string(q)).c_str(), ret));
   }
@@ -92,7 +97,7 @@ Result<Port> Port::open(uint16_t id, const PortSetup& setup) {
 
   port.last_link_ = port.link_text();
   live_log("port %u (%s, %s): %u RX/TX queue(s) of %u/%u descriptors, %s; %s", id,
-           port_name(id).c_str(), info.driver_name ? info.driver_name : "?", setup.queues,
+           port.name_.c_str(), port.driver_.c_str(), setup.queues,
            rx_desc, tx_desc, spread, port.last_link_.c_str());
   return port;
 }
@@ -110,6 +115,25 @@ void Port::stop() {
   if (int ret = rte_eth_dev_stop(id_); ret != 0)
     live_log("port %u: stop failed: %s", id_, std::strerror(-ret));
   state_ = State::stopped;
+}
+
+bool Port::keeps_setup_mbufs() const { return driver_ == "net_af_xdp"; }
+
+void Port::reclaim_tx() {
+  if (state_ != State::started) return;
+  rte_mbuf* none[1] = {nullptr};
+  for (uint16_t q = 0; q < queues_; ++q) rte_eth_tx_burst(id_, q, none, 0);
+}
+
+PortErrors Port::errors() const {
+  PortErrors e;
+  e.port = id_;
+  rte_eth_stats st{};
+  if (rte_eth_stats_get(id_, &st) != 0) return e;
+  e.rx_nombuf = st.rx_nombuf;
+  e.rx_errors = st.ierrors;
+  e.tx_errors = st.oerrors;
+  return e;
 }
 
 PortSnapshot Port::stats() const {

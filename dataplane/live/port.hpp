@@ -1,6 +1,13 @@
 // An ethdev port as an owned resource: Port::open() configures queues and starts the device;
 // stop() stops it (idempotent), the destructor stops and closes it. Close releases the port's
 // queues (and with them any mbufs the driver still holds), so the mempool must outlive it.
+//
+// One driver does not give everything back at close: net_af_xdp (zero-copy UMEM mode, the
+// mode DPDK 22.11 builds on current kernels) takes 2048 mbufs per RX queue from the pool at
+// RX queue set-up for its fill ring and keeps exactly that many there (each mbuf it hands out
+// is replaced by a fresh one); neither rte_eth_dev_stop nor rte_eth_dev_close returns them
+// (drivers/net/af_xdp/rte_eth_af_xdp.c: xsk_configure, af_xdp_rx_zc, eth_dev_close). They go
+// away only with the pool. keeps_setup_mbufs() says whether this port's driver is such a one.
 #pragma once
 
 #include <rte_mempool.h>
@@ -14,6 +21,13 @@
 #include "result.hpp"
 
 namespace sluice {
+
+struct PortErrors {
+  uint16_t port = 0;
+  uint64_t rx_nombuf = 0;  // rte_eth_stats.rx_nombuf
+  uint64_t rx_errors = 0;  // ierrors
+  uint64_t tx_errors = 0;  // oerrors
+};
 
 struct PortSetup {
   uint16_t queues = 1;     // RX queues and TX queues, one of each per queue index
@@ -33,6 +47,7 @@ class Port {
 
   Port(Port&& other) noexcept
       : id_(other.id_), queues_(other.queues_), state_(std::exchange(other.state_, State::none)),
+        name_(std::move(other.name_)), driver_(std::move(other.driver_)),
         last_link_(std::move(other.last_link_)) {}
   Port& operator=(Port&&) = delete;
   Port(const Port&) = delete;
@@ -41,9 +56,20 @@ class Port {
 
   uint16_t id() const { return id_; }
   uint16_t queues() const { return queues_; }
+  const std::string& name() const { return name_; }      // "net_af_xdp0", "0000:3b:00.0"
+  const std::string& driver() const { return driver_; }  // "net_af_xdp", "net_ixgbe"
+  // True when the driver keeps the mbufs it took at set-up until the pool is freed (see above).
+  bool keeps_setup_mbufs() const;
 
   // rte_eth_stats as SPEC §5 port counters (rx, tx, missed).
   PortSnapshot stats() const;
+  // The rest of rte_eth_stats an operator needs: RX mbuf allocation failures (pool too small
+  // for what the device holds: see --mbufs), RX and TX errors.
+  PortErrors errors() const;
+  // Offers every TX queue an empty burst, so that drivers which free sent mbufs only on a later
+  // TX call (net_af_xdp: from its completion ring) give them back now. Only while started (a
+  // stopped port's burst functions are dummies) and only when no worker uses its TX queues.
+  void reclaim_tx();
   // Logs the link when it changed since the last call (or open). Control thread only.
   void log_link_change();
   // Stops the device (workers must be joined first). Idempotent.
@@ -57,6 +83,8 @@ class Port {
   uint16_t id_ = 0;
   uint16_t queues_ = 0;
   State state_ = State::none;
+  std::string name_;
+  std::string driver_;
   std::string last_link_;
 };
 

@@ -1,6 +1,7 @@
 // The live dataplane in-process on ring ports the test holds: forwarding with rules, shaping
-// on the TX side, TX back-pressure, no mbuf leaks (also with packets held at shutdown), one
-// bucket per key across two lcores, and the documented errors for bad port sets.
+// on the TX side, TX back-pressure, no mbuf leaks (also with packets held at shutdown), the
+// drops outside the rules in the live report, one bucket per key across two lcores, and the
+// documented errors for bad port sets.
 #include <arpa/inet.h>
 #include <rte_bus_vdev.h>
 #include <rte_cycles.h>
@@ -9,8 +10,10 @@
 
 #include <map>
 
+#include "../e2e/mini_json.hpp"
 #include "eal_env.hpp"
 #include "live/dataplane.hpp"
+#include "live/report.hpp"
 #include "packet_builder.hpp"
 #include "pipeline.hpp"
 #include "rules_loader.hpp"
@@ -249,6 +252,73 @@ TEST_F(LiveDataplane, TxBackPressureKeepsPacketsUntilTheDeviceTakesThem) {
   // The device drains: the buffered packets follow, none lost.
   EXPECT_EQ(collect(b, 63 + 256), 63u + 256u);
   EXPECT_EQ(dp->totals().tx_packets, 63u + 256u);
+
+  // The operator sees the 81 in the live report, not only on stderr.
+  dp->stop();
+  const DataplaneReport r = dp->report();
+  EXPECT_EQ(r.totals.tx_dropped, 81u);
+  ASSERT_EQ(r.workers.size(), 1u);
+  EXPECT_EQ(r.workers[0].lcore, 1u);
+  EXPECT_EQ(r.workers[0].stats.tx_dropped, 81u);
+  const testing::Json j = testing::Json::parse(live_report_json(dp->snapshot(), r));
+  const testing::Json& d = j.at("dataplane");
+  EXPECT_EQ(d.u64("rx_packets"), 400u);
+  EXPECT_EQ(d.u64("tx_packets"), 63u + 256u);
+  EXPECT_EQ(d.u64("dropped_tx_buffer_full"), 81u);
+  EXPECT_EQ(d.u64("dropped_shaper_full"), 0u);
+  EXPECT_EQ(d.u64("dropped_at_shutdown"), 0u);
+  EXPECT_EQ(d.at("workers").items.at(0).u64("dropped_tx_buffer_full"), 81u);
+  ASSERT_EQ(d.at("ports").items.size(), 2u);
+  EXPECT_EQ(d.at("ports").items[0].u64("port"), a.id());
+  EXPECT_EQ(d.at("ports").items[0].at("driver").str, "net_ring");
+  // SPEC §5 per-port counters (rte_eth_stats_get), beside the rules.
+  ASSERT_EQ(j.at("ports").items.size(), 2u);
+  EXPECT_EQ(j.at("ports").items[0].u64("rx_packets"), 400u);
+  EXPECT_EQ(j.at("ports").items[1].u64("tx_packets"), 63u + 256u);
+  EXPECT_EQ(j.at("ports").items[1].u64("missed_packets"), 0u);
+  EXPECT_EQ(j.at("default").u64("passed_packets"), 400u);
+  EXPECT_NE(dataplane_report_table(r).find("dropped: tx-buffer-full 81  shaper-full 0  at-shutdown 0"),
+            std::string::npos)
+      << dataplane_report_table(r);
+}
+
+TEST_F(LiveDataplane, ReportCountsWhatAFullShaperWheelDroppedAndWhatWasHeldAtShutdown) {
+  // One packet per 10 s, max-delay 55 s: of 50 back-to-back packets 1 leaves, 5 are delayed
+  // by the rule (10 ... 50 s), 44 dropped by it. The wheel holds 2: 3 of the delayed are
+  // dropped on the full wheel, 2 when the dataplane stops (long before the first is due).
+  const std::string yaml = R"(
+default: {action: pass}
+rules:
+  - {name: slow, key: none, rate: 0.1pps, burst: 1, algorithm: leaky-bucket, max-delay: 55s}
+)";
+  RingPort& a = add_port(1);
+  RingPort& b = add_port(1);
+  DataplaneConfig c = small_config({a.id(), b.id()}, {1});
+  c.wheel_capacity = 2;
+  start(yaml, c);
+  inject(a, 0, udp_frame("10.0.0.1", 7), 50);
+  EXPECT_EQ(collect(b, 1, std::chrono::milliseconds(2000)), 1u);
+  ASSERT_TRUE(wait_until([&] { return dp->totals().rx_packets == 50; }));
+  EXPECT_EQ(dp->report().totals.shaper_overflow, 3u);
+  EXPECT_NE(dataplane_report_table(dp->report()).find("shaper-full 3  at-shutdown 0"), std::string::npos)
+      << dataplane_report_table(dp->report());
+  testing::free_all(received);
+  dp->close();
+  const DataplaneReport r = dp->report();
+  const testing::Json j = testing::Json::parse(live_report_json(dp->snapshot(), r));
+  const testing::Json& slow = j.at("rules").items.at(0);  // the rule's view
+  EXPECT_EQ(slow.u64("delayed_packets"), 5u);
+  EXPECT_EQ(slow.u64("dropped_packets"), 44u);
+  const testing::Json& d = j.at("dataplane");
+  EXPECT_EQ(d.u64("dropped_shaper_full"), 3u);
+  EXPECT_EQ(d.u64("dropped_at_shutdown"), 2u);
+  EXPECT_EQ(d.u64("dropped_tx_buffer_full"), 0u);
+  EXPECT_EQ(d.u64("tx_packets"), 1u);
+  // Closed: every mbuf is back, also those held in the wheel (ring ports keep none).
+  EXPECT_EQ(d.u64("mbufs_total"), dp->mbufs_total());
+  EXPECT_EQ(d.u64("mbufs_in_use"), 0u);
+  EXPECT_EQ(d.u64("mbufs_kept_by_drivers"), 0u);
+  EXPECT_EQ(d.u64("mbufs_leaked"), 0u);
 }
 
 TEST_F(LiveDataplane, MempoolIsFullAfterShutdownWithPacketsHeldInTheWheel) {
@@ -271,6 +341,30 @@ rules:
   testing::free_all(received);
   EXPECT_EQ(dp->mbufs_in_use(), 0u);
   EXPECT_EQ(dp->mbufs_total(), total);
+}
+
+TEST_F(LiveDataplane, MbufsConfigSizesThePoolExactlyAndRefusesLessThanTheSetUpNeeds) {
+  RingPort& a = add_port(1);
+  pipeline = make_pipeline("default: {action: pass}\n");
+  DataplaneConfig c = small_config({a.id()}, {1});
+  c.mbufs = 100;
+  LiveFailure kind = LiveFailure::runtime;
+  auto refused = Dataplane::create(*pipeline, c, &kind);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(kind, LiveFailure::usage);
+  EXPECT_NE(refused.error().message.find("--mbufs 100 is too few"), std::string::npos)
+      << refused.error().message;
+  c.mbufs = kMaxPoolMbufs + 1;
+  refused = Dataplane::create(*pipeline, c, &kind);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(kind, LiveFailure::usage);
+
+  c.mbufs = 5000;  // not 2^n - 1: taken as given
+  auto created = Dataplane::create(*pipeline, c, &kind);
+  ASSERT_TRUE(created) << created.error().message;
+  dp = std::move(created).value();
+  EXPECT_EQ(dp->mbufs_total(), 5000u);
+  EXPECT_EQ(dp->report().mbufs.total, 5000u);
 }
 
 TEST_F(LiveDataplane, MempoolIsFullAfterShutdownOnNetNullAtFullSpeed) {

@@ -1,4 +1,4 @@
-// sluiced's live-mode options: --report, --stats-interval, --flows (parsing only).
+// sluiced's live-mode options: --report, --stats-interval, --flows, --mbufs (parsing only).
 #include <gtest/gtest.h>
 
 #include "cli_args.hpp"
@@ -27,9 +27,28 @@ TEST(LiveCli, ReportStatsIntervalAndFlows) {
   EXPECT_EQ(defaults->report_path, "");
   EXPECT_EQ(defaults->stats_interval_ms, 0u);
   EXPECT_EQ(defaults->flows, 0u);
+  EXPECT_EQ(defaults->mbufs, 0u);
   auto eq = parse({"--", "--config=r.yaml", "--stats-interval=2"});
   ASSERT_TRUE(eq);
   EXPECT_EQ(eq->stats_interval_ms, 2000u);
+}
+
+TEST(LiveCli, MbufsTakesACountUpToTheLargestPool) {
+  auto a = parse({"-l", "0,1", "--", "--config", "r.yaml", "--mbufs", "1200000"});
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->mbufs, 1'200'000u);
+  auto eq = parse({"--", "--config", "r.yaml", "--mbufs=1"});
+  ASSERT_TRUE(eq) << eq.error().message;
+  EXPECT_EQ(eq->mbufs, 1u);
+  auto max = parse({"--", "--config", "r.yaml", "--mbufs", std::to_string(kMaxMbufs)});
+  ASSERT_TRUE(max) << max.error().message;
+  EXPECT_EQ(max->mbufs, kMaxMbufs);
+  EXPECT_EQ(kMaxMbufs, (uint64_t{1} << 30) - 1);
+  auto over = parse({"--", "--config", "r.yaml", "--mbufs", std::to_string(kMaxMbufs + 1)});
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().message.find("is not between 1 and 1073741823"), std::string::npos)
+      << over.error().message;
+  EXPECT_NE(usage_text("sluiced").find("--mbufs N"), std::string::npos);
 }
 
 TEST(LiveCli, RejectsBadValuesWithTheOptionName) {
@@ -41,6 +60,12 @@ TEST(LiveCli, RejectsBadValuesWithTheOptionName) {
            {"--", "--config", "r", "--flows", "0"},
            {"--", "--config", "r", "--flows", "-5"},
            {"--", "--config", "r", "--flows", "99999999999"},
+           {"--", "--config", "r", "--mbufs", "0"},
+           {"--", "--config", "r", "--mbufs", "-5"},
+           {"--", "--config", "r", "--mbufs", "many"},
+           {"--", "--config", "r", "--mbufs", "1e6"},
+           {"--", "--config", "r", "--mbufs", "99999999999"},
+           {"--", "--config", "r", "--mbufs", "18446744073709551616"},
            {"--", "--config", "r", "--report"},
        }) {
     auto a = parse(bad);
@@ -51,6 +76,7 @@ TEST(LiveCli, RejectsBadValuesWithTheOptionName) {
 
 TEST(LiveCli, ReplayDoesNotTakeLiveOptions) {
   EXPECT_FALSE(parse({"--replay", "i", "--out", "o", "--report", "r", "--config", "c", "--flows", "5"}));
+  EXPECT_FALSE(parse({"--replay", "i", "--out", "o", "--report", "r", "--config", "c", "--mbufs", "5"}));
 }
 
 }  // namespace

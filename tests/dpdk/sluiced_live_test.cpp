@@ -1,7 +1,8 @@
 // sluiced's live mode as a binary: exit codes and messages for bad set-ups (SPEC §1: 2 for
-// bad usage or input), a clean stop on SIGINT/SIGTERM with final counters and REPORT.json, and
-// the same counters as `sluiced --replay` on a capture fed through net_pcap with rules whose
-// outcome does not depend on timing. Each run gets its own EAL file prefix, removed after.
+// bad usage or input), a clean stop on SIGINT/SIGTERM with final counters and REPORT.json
+// (with its "dataplane" object: drops outside the rules, the mbuf pool), --mbufs, and the same
+// counters as `sluiced --replay` on a capture fed through net_pcap with rules whose outcome
+// does not depend on timing. Each run gets its own EAL file prefix, removed after.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -66,6 +67,13 @@ class SluicedLive : public ::testing::Test {
     const int code = p.wait_exit(60s);
     *err = p.err();
     return code;
+  }
+
+  Json load(const std::string& name) {
+    std::ifstream in(path(name));
+    std::stringstream text;
+    text << in.rdbuf();
+    return Json::parse(text.str());
   }
 
   std::string sluiced_, tracegen_;
@@ -146,7 +154,131 @@ TEST_F(SluicedLive, StopsCleanlyOnSignalsWithCountersAndReport) {
     // Every packet received was sent back out (pass-all, no TX drops on net_null).
     EXPECT_EQ(port.u64("tx_packets"), port.u64("rx_packets"));
     EXPECT_EQ(j.at("default").u64("matched_packets"), port.u64("rx_packets"));
+    // The dataplane's own view agrees, nothing was dropped outside the rules, and after the
+    // port closed every mbuf was back in the (default-sized) pool.
+    const Json& d = j.at("dataplane");
+    EXPECT_EQ(d.u64("rx_packets"), port.u64("rx_packets"));
+    EXPECT_EQ(d.u64("tx_packets"), port.u64("tx_packets"));
+    EXPECT_EQ(d.u64("dropped_tx_buffer_full"), 0u);
+    EXPECT_EQ(d.u64("dropped_shaper_full"), 0u);
+    EXPECT_EQ(d.u64("dropped_at_shutdown"), 0u);
+    EXPECT_EQ(d.u64("mbufs_total"), 8191u);
+    EXPECT_EQ(d.u64("mbufs_in_use"), 0u);
+    EXPECT_EQ(d.u64("mbufs_leaked"), 0u);
+    ASSERT_EQ(d.at("ports").items.size(), 1u);
+    EXPECT_EQ(d.at("ports").items[0].at("driver").str, "net_null");
+    EXPECT_EQ(d.at("ports").items[0].u64("rx_nombuf"), 0u);
+    ASSERT_EQ(d.at("workers").items.size(), 1u);
+    EXPECT_EQ(d.at("workers").items[0].u64("lcore"), 1u);
+    EXPECT_NE(p.out().find("dataplane: rx "), std::string::npos) << p.out();
+    EXPECT_EQ(p.err().find("still out of the pool"), std::string::npos) << p.err();
   }
+}
+
+TEST_F(SluicedLive, ReportAndStatsShowShaperOverflowAndPacketsHeldAtShutdown) {
+  // net_null offers millions of packets/s to a 100 kpps shaper with 1 s of max-delay: up to
+  // 100k packets would wait, the wheel holds 8192, the rest are dropped on the full wheel, and
+  // whatever waits when SIGINT comes is dropped at shutdown. None of this is a rule's drop.
+  write("shape.yaml", R"(
+default: {action: pass}
+rules:
+  - {name: shape, key: none, rate: 100kpps, burst: 1, algorithm: leaky-bucket, max-delay: 1s}
+)");
+  ChildProcess p(live_args({"-l", "0,1", "--vdev", "net_null0"},
+                           {"--config", path("shape.yaml"), "--report", path("shape.json"),
+                            "--stats-interval", "0.2"}));
+  ASSERT_TRUE(p.wait_for_output(
+      [](const std::string& out) {
+        const size_t at = out.rfind("shaper-full ");
+        return at != std::string::npos && out.compare(at, 14, "shaper-full 0 ") != 0;
+      },
+      30s))
+      << p.out() << p.err();
+  p.signal(SIGINT);
+  ASSERT_EQ(p.wait_exit(30s), 0) << p.err();
+  const Json j = load("shape.json");
+  const Json& d = j.at("dataplane");
+  const Json& shape = j.at("rules").items.at(0);
+  EXPECT_GT(d.u64("dropped_shaper_full"), 0u);
+  EXPECT_GT(d.u64("dropped_at_shutdown"), 0u);
+  EXPECT_LE(d.u64("dropped_at_shutdown"), 8192u);  // the wheel's capacity
+  EXPECT_EQ(d.u64("dropped_tx_buffer_full"), 0u);
+  // The rule counted them as delayed: only the dataplane object says they never left.
+  EXPECT_EQ(shape.u64("delayed_packets") + shape.u64("passed_packets"),
+            d.u64("tx_packets") + d.u64("dropped_shaper_full") + d.u64("dropped_at_shutdown"));
+  EXPECT_EQ(d.at("workers").items.at(0).u64("dropped_shaper_full"), d.u64("dropped_shaper_full"));
+  EXPECT_EQ(d.u64("mbufs_in_use"), 0u);
+  EXPECT_EQ(d.u64("mbufs_leaked"), 0u);
+  // The final table says it too, as does the log line.
+  const std::string last = "at-shutdown " + std::to_string(d.u64("dropped_at_shutdown"));
+  EXPECT_NE(p.out().find(last), std::string::npos) << p.out();
+  EXPECT_NE(p.err().find(std::to_string(d.u64("dropped_at_shutdown")) + " held at shutdown"),
+            std::string::npos)
+      << p.err();
+}
+
+TEST_F(SluicedLive, BadMbufsValueIsExit2BeforeEalStarts) {
+  for (const char* bad : {"0", "-1", "lots", "1073741824"}) {
+    std::string err;
+    EXPECT_EQ(run_to_exit(live_args({"-l", "0,1", "--vdev", "net_null0"},
+                                    {"--config", path("pass.yaml"), "--mbufs", bad}),
+                          &err),
+              2)
+        << bad;
+    EXPECT_NE(err.find("option '--mbufs'"), std::string::npos) << err;
+    EXPECT_NE(err.find("usage:"), std::string::npos) << err;
+    EXPECT_EQ(err.find("EAL:"), std::string::npos) << "EAL started for a bad option";
+  }
+}
+
+TEST_F(SluicedLive, MbufsBelowWhatTheSetUpNeedsIsExit2) {
+  std::string err;
+  EXPECT_EQ(run_to_exit(live_args({"-l", "0,1", "--vdev", "net_null0"},
+                                  {"--config", path("pass.yaml"), "--mbufs", "1000"}),
+                        &err),
+            2);
+  EXPECT_NE(err.find("--mbufs 1000 is too few"), std::string::npos) << err;
+  EXPECT_NE(err.find("need at least"), std::string::npos) << err;
+}
+
+TEST_F(SluicedLive, MbufsSizesThePoolForATraceNetPcapKeepsInMemory) {
+  // net_pcap with infinite_rx=1 copies the whole trace into mbufs of our pool at set-up and
+  // replays it in a loop: 12000 packets do not fit the default pool (8191), they do in 20000.
+  std::string err;
+  ASSERT_EQ(run_to_exit({tracegen_, "--out", path("t.pcap"), "--packets", "12000", "--flows", "50",
+                         "--seed", "3"},
+                        &err),
+            0)
+      << err;
+  const std::string pcap = "net_pcap0,rx_pcap=" + path("t.pcap") + ",infinite_rx=1";
+  EXPECT_EQ(run_to_exit(live_args({"-l", "0,1", "--vdev", pcap, "--vdev", "net_null1,no-rx=1"},
+                                  {"--config", path("pass.yaml")}),
+                        &err),
+            1);
+  EXPECT_NE(err.find("cannot set up RX queue 0"), std::string::npos) << err;
+  EXPECT_NE(err.find("--mbufs N"), std::string::npos) << err;
+
+  ChildProcess p(live_args({"-l", "0,1", "--vdev", pcap, "--vdev", "net_null1,no-rx=1"},
+                           {"--config", path("pass.yaml"), "--mbufs", "20000", "--report",
+                            path("mbufs.json"), "--stats-interval", "0.1"}));
+  // More than twice the trace received: the looped trace really came out of the pool.
+  ASSERT_TRUE(p.wait_for_output(
+      [](const std::string& out) {
+        const size_t at = out.rfind("port 0: rx ");
+        // (strtoull: a line read only up to "rx " counts as 0, not as an error)
+        return at != std::string::npos && std::strtoull(out.c_str() + at + 11, nullptr, 10) > 24000;
+      },
+      60s))
+      << p.out() << p.err();
+  p.signal(SIGINT);
+  ASSERT_EQ(p.wait_exit(30s), 0) << p.err();
+  EXPECT_NE(p.err().find("mbuf pool: 20000 mbufs (--mbufs"), std::string::npos) << p.err();
+  const Json d = load("mbufs.json").at("dataplane");
+  EXPECT_EQ(d.u64("mbufs_total"), 20000u);
+  // net_pcap gives the trace's mbufs back at close: the pool is full again.
+  EXPECT_EQ(d.u64("mbufs_in_use"), 0u);
+  EXPECT_EQ(d.u64("mbufs_leaked"), 0u);
+  EXPECT_EQ(d.at("ports").items.at(0).u64("rx_nombuf"), 0u);
 }
 
 TEST_F(SluicedLive, SameCountersAsReplayOnACaptureThroughNetPcap) {
@@ -192,12 +324,6 @@ rules:
   live.signal(SIGINT);
   ASSERT_EQ(live.wait_exit(30s), 0) << live.err();
 
-  auto load = [&](const std::string& name) {
-    std::ifstream in(path(name));
-    std::stringstream text;
-    text << in.rdbuf();
-    return Json::parse(text.str());
-  };
   const Json replay = load("replay.json"), got = load("live.json");
   auto same = [](const Json& a, const Json& b) {
     for (const auto& [key, value] : a.fields) {
