@@ -74,7 +74,7 @@ Result<uint64_t> parse_interval_ms(const std::string& name, const std::string& t
   return uint64_t(s * 1000 + 0.5);
 }
 
-// The most flow slots one keyed rule may be given: 32 B each, so 128 GiB.
+// The most flows one keyed rule may be given: 32-48 B each (two slots per flow), so at most 192 GiB.
 constexpr uint64_t kMaxFlows = uint64_t{1} << 32;
 
 Result<CliArgs> parse_replay(const std::vector<std::string>& args) {
@@ -186,8 +186,9 @@ std::string usage_text(const std::string& program) {
          "      the DPDK dataplane: forwards between port pairs 0<->1, 2<->3, ... (or back out\n"
          "      of the only port), one worker per lcore except the main one, until SIGINT or\n"
          "      SIGTERM; then prints the counters and writes --report. --stats-interval prints\n"
-         "      the counters table every S seconds; --flows sets the flow slots of each keyed\n"
-         "      rule without max-flows (default 65536; 32 bytes each, allocated at start).\n"
+         "      the counters table every S seconds; --flows sets the flow capacity of each keyed\n"
+         "      rule without max-flows (default 65536; 32 bytes per flow, 48 for meters,\n"
+         "      allocated at start).\n"
          "      --mbufs sets the packet-buffer pool (default: what the descriptor rings, TX\n"
          "      buffers, shaper and caches need, ~8k mbufs of ~2.3 KiB of EAL memory); give\n"
          "      more for devices that hold many (net_pcap infinite_rx=1 keeps the whole\n"

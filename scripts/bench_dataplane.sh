@@ -2,7 +2,7 @@
 # Live dataplane throughput: sluiced beside dpdk-testpmd on the same vdevs and traces.
 #
 #   scripts/bench_dataplane.sh [--flows "1000 100000 1000000"] [--repetitions N]
-#                              [--warmup S] [--duration S] [--no-two-workers] [--no-thp]
+#                              [--warmup S] [--duration S] [--no-two-workers]
 #                              [--breakdown] [--profile]
 #
 # Every run: EAL on hugepages, `--vdev net_pcap0,rx_pcap=T.pcap,infinite_rx=1` (the whole
@@ -14,10 +14,8 @@
 #   testpmd macswap  --forward-mode=macswap (touches every frame, as sluiced does)
 #   sluiced          bench/dataplane/rules.yaml: one per-flow token bucket (key 5-tuple,
 #                    1 Mpps, burst 1000: every packet conforms and is forwarded) with
-#                    --flows 4F (load 1/4: an 8-way set fits every flow, see the notes)
-#   sluiced THP      the same, its heap (flow tables) on transparent huge pages through
-#                    GLIBC_TUNABLES=glibc.malloc.hugetlb=1: what allocating the flow table on
-#                    huge pages would give (no code change; --no-thp leaves it out)
+#                    --flows F: capacity for exactly the trace's flows (the table itself has
+#                    two slots per flow; its memory is on transparent huge pages)
 # and, unless --no-two-workers, the same with 2 forwarding lcores (testpmd --nb-cores=2
 # --rxq=2 --txq=2; sluiced 2 workers): the trace split into two disjoint flow halves, one
 # net_pcap RX queue each (net_pcap has no RSS; this is the spread RSS would give).
@@ -49,7 +47,6 @@ REPS=3
 WARMUP=2
 DURATION=5
 TWO_WORKERS=1
-THP=1
 BREAKDOWN=0
 PROFILE=0
 MIN_PACKETS=131072
@@ -70,7 +67,6 @@ while [ $# -gt 0 ]; do
     --warmup) WARMUP=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
     --no-two-workers) TWO_WORKERS=0; shift ;;
-    --no-thp) THP=0; shift ;;
     --breakdown) BREAKDOWN=1; shift ;;
     --profile) PROFILE=1; shift ;;
     -h|--help) usage ;;
@@ -186,7 +182,7 @@ echo "flows,workers,kind,rep,mpps,cpu,rss_kib,conform_pct,active_flows,evicted,l
 HZ=$(getconf CLK_TCK)
 
 # run KIND FLOWS WORKERS REP [RULES]: starts one process, measures, stops it, appends a CSV row.
-# KIND: io | macswap (testpmd) | sluiced | sluiced-thp
+# KIND: io | macswap (testpmd) | sluiced
 run() {
   local kind=$1 f=$2 w=$3 rep=$4 rules=${5:-$RULES}
   RUN_SEQ=$((RUN_SEQ + 1))
@@ -210,12 +206,8 @@ run() {
         "--nb-cores=$w" "--rxq=$w" "--txq=$w" --stats-period=86400 </dev/null >"$out" 2>&1 &
       ;;
     sluiced)
-      "$SLUICED" "${eal[@]}" -- --config "$rules" --flows $((4 * f)) --mbufs "$MBUFS" \
+      "$SLUICED" "${eal[@]}" -- --config "$rules" --flows "$f" --mbufs "$MBUFS" \
         --report "$report" </dev/null >"$out" 2>&1 &
-      ;;
-    sluiced-thp)
-      GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$SLUICED" "${eal[@]}" -- --config "$rules" \
-        --flows $((4 * f)) --mbufs "$MBUFS" --report "$report" </dev/null >"$out" 2>&1 &
       ;;
   esac
   CHILD=$!
@@ -273,7 +265,6 @@ LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 PROFILE_NOW=0
 KINDS1="io macswap sluiced"
-((THP)) && KINDS1="$KINDS1 sluiced-thp"
 LARGEST=$(echo "$FLOWS" | tr ' ' '\n' | sort -n | tail -1)
 for rep in $(seq 1 "$REPS"); do
   for f in $FLOWS; do
@@ -335,25 +326,20 @@ def ratio(a, b):
 def packets(f):
     return (min_packets + f - 1) // f * f
 
-thp = any(r["kind"] == "sluiced-thp" for r in rows)
 print("Mpps forwarded port 0 -> 1 by 1 forwarding lcore, median (min-max); CPU: CPUs the "
       "process got (1.0 = its lcore ran all along):\n")
 head = "| flows | trace packets | testpmd io | testpmd macswap (CPU) | sluiced (CPU) | sluiced / macswap |"
 sep = "| ---: | ---: | ---: | ---: | ---: | ---: |"
-if thp:
-    head += " sluiced, flow table on THP | THP / macswap |"
-    sep += " ---: | ---: |"
-print(head + " sluiced conforming |")
-print(sep + " ---: |")
+print(head + " sluiced conforming | flows evicted per run |")
+print(sep + " ---: | ---: |")
 for f in flows:
     io, ms, sl = vals(f, 1, "io"), vals(f, 1, "macswap"), vals(f, 1, "sluiced")
     conf = vals(f, 1, "sluiced", "conform_pct")
     line = (f"| {f:,} | {packets(f):,} | {cell(io)} | {cell(ms)} ({cpu(f, 1, 'macswap')}) | "
             f"{cell(sl)} ({cpu(f, 1, 'sluiced')}) | {ratio(sl, ms)} |")
-    if thp:
-        th = vals(f, 1, "sluiced-thp")
-        line += f" {cell(th)} | {ratio(th, ms)} |"
-    print(line + (f" {med(conf):.2f}% |" if conf else " - |"))
+    ev = vals(f, 1, "sluiced", "evicted")
+    line += f" {med(conf):.2f}% |" if conf else " - |"
+    print(line + (f" {med(ev):,.0f} |" if ev else " - |"))
 if two:
     print("\nMpps with 2 forwarding lcores (trace split in two flow halves, one RX queue each):\n")
     print("| flows | testpmd io | testpmd macswap (CPU) | sluiced (CPU) | sluiced / macswap | sluiced 2 vs 1 worker |")
@@ -378,19 +364,20 @@ if len(bd) > 1:
         m = med(vals(largest, 1, k))
         print(f"| {d} | {m:.2f} | {1000 / m:.0f} | {m / ms:.2f}x |")
 
-print("\nMemory per flow: the flow table is 32 bytes per slot (FlowSlot; sets of 8 slots, "
-      "`--flows` slots per keyed rule, allocated and written at start). Process RSS "
+print("\nMemory per flow: `--flows F` gives each keyed rule a table of 2F slots (sets of 8: one "
+      "line of 8 tags + 8 one-word buckets = 128 bytes per set, so 16 bytes per slot and 32 per "
+      "flow of capacity), allocated and written at start. Process RSS "
       "(VmRSS; the mbufs are on hugepages, not in it), 1 worker:\n")
-print("| flows | --flows (slots) | table bytes (code) | sluiced RSS MiB | RSS delta / slot vs smallest | testpmd macswap RSS MiB |")
+print("| flows | --flows | table bytes (code) | sluiced RSS MiB | RSS delta / flow vs smallest | testpmd macswap RSS MiB |")
 print("| ---: | ---: | ---: | ---: | ---: | ---: |")
 base_f = min(flows)
 base_rss = med(vals(base_f, 1, "sluiced", "rss_kib")) * 1024
 for f in flows:
-    slots = 4 * f
-    table = (slots + 7) // 8 * 256
+    slots = 2 * f
+    table = (slots + 7) // 8 * 128
     rss = med(vals(f, 1, "sluiced", "rss_kib")) * 1024
-    delta = (f"{(rss - base_rss) / (slots - 4 * base_f):.1f} B" if f != base_f else "-")
-    print(f"| {f:,} | {slots:,} | {table / 2**20:.2f} MiB ({table / slots:.0f} B/slot, "
+    delta = (f"{(rss - base_rss) / (f - base_f):.1f} B" if f != base_f else "-")
+    print(f"| {f:,} | {f:,} | {table / 2**20:.2f} MiB ({table / slots:.0f} B/slot, "
           f"{table / f:.0f} B/flow) | {rss / 2**20:.1f} | {delta} | "
           f"{med(vals(f, 1, 'macswap', 'rss_kib')) / 1024:.1f} |")
 EOF
