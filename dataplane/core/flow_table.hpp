@@ -103,6 +103,10 @@ class FlowTable {
   // idle ones. Concurrent callers get disjoint ranges. Returns the number freed.
   size_t expire(uint64_t now_ns, size_t max_slots);
 
+  // Only one thread will ever call find_or_insert() and expire(): a found flow's tick then
+  // moves with a plain store instead of a compare-and-swap. Only while no thread uses the table.
+  void set_single_writer(bool single_writer) { single_writer_ = single_writer; }
+
   uint64_t active() const { return active_.load(std::memory_order_relaxed); }
   // Live flows pushed out by a new flow before their idle timeout (expired ones do not count).
   uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
@@ -144,8 +148,12 @@ class FlowTable {
   }
   static uint64_t fp_bits(uint64_t hash) { return tag_of(hash) << kTickBits; }
   // Moves a found flow's tick forward; skipped when unchanged (most packets of a busy flow).
-  static void touch(std::atomic<uint64_t>& tag, uint64_t seen, uint32_t tick) {
+  void touch(std::atomic<uint64_t>& tag, uint64_t seen, uint32_t tick) const {
     if ((seen & kTickMask) != tick) {
+      if (single_writer_) {
+        tag.store((seen & ~kTickMask) | tick, std::memory_order_relaxed);
+        return;
+      }
       // A failed CAS means someone else touched or recycled the slot meanwhile: either way
       // there is nothing left for us to do.
       tag.compare_exchange_strong(seen, (seen & ~kTickMask) | tick, std::memory_order_relaxed,
@@ -172,6 +180,7 @@ class FlowTable {
   unsigned state_words_ = 2;
   unsigned stride_words_ = 0;  // words per set: kWays tags + kWays * state_words_
   unsigned tick_shift_ = kTickShift;
+  bool single_writer_ = false;
   uint32_t expire_ticks_ = 0;  // idle ticks at which a flow is certainly expired
   uint32_t evict_ticks_ = 0;   // idle ticks at which a flow may certainly be evicted
   // Written by every inserting / expiring thread: keep them off the read-mostly line above.
@@ -186,13 +195,19 @@ FlowTable::Lookup FlowTable::find_or_insert(uint64_t hash, uint64_t now_ns, Init
   const uint32_t tick = tick_of(now_ns);
   const size_t set = set_of(hash);
   std::atomic<uint64_t>* tag = tags(set);
+  // All 8 tags (one line) compared without a branch per way: which way holds a flow is random,
+  // so an early-exit loop would mispredict on most packets. A pending word has bit 63 set, so
+  // it never matches a bare fingerprint.
+  uint64_t word[kWays];
+  unsigned hits = 0;
   for (unsigned way = 0; way < kWays; ++way) {
-    const uint64_t t = tag[way].load(std::memory_order_acquire);
-    // A pending word has bit 63 set, so it never matches a bare fingerprint.
-    if ((t & ~kTickMask) == fp) {
-      touch(tag[way], t, tick);
-      return {state_of(set, way), Outcome::found};
-    }
+    word[way] = tag[way].load(std::memory_order_acquire);
+    hits |= unsigned((word[way] & ~kTickMask) == fp) << way;
+  }
+  if (hits != 0) {
+    const unsigned way = unsigned(__builtin_ctz(hits));
+    touch(tag[way], word[way], tick);
+    return {state_of(set, way), Outcome::found};
   }
   Claim c = claim(set, fp, tick);
   if (c.lookup.outcome == Outcome::created || c.lookup.outcome == Outcome::evicted) {

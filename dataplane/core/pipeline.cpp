@@ -301,6 +301,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const Pipeline
       // Meters keep two bucket words per flow, every other algorithm one.
       cr->flows = std::make_unique<FlowTable>(cap, rs[i].idle_timeout_ns, uint64_t{1'000'000},
                                               rs[i].is_meter() ? 2u : 1u);
+      cr->flows->set_single_writer(opts.single_writer);
     }
     for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
       if (cr->chain_len == kMaxChain)
@@ -321,8 +322,10 @@ Pipeline::~Pipeline() = default;
 const RuleSet& Pipeline::rules() const { return impl_->rules; }
 
 void Pipeline::set_single_writer(bool single_writer) {
-  for (auto& cr : impl_->compiled)
+  for (auto& cr : impl_->compiled) {
     cr->sharing = single_writer ? Sharing::single_writer : Sharing::shared;
+    if (cr->flows) cr->flows->set_single_writer(single_writer);
+  }
 }
 uint64_t Pipeline::max_delay_ns() const { return impl_->max_delay_ns; }
 
