@@ -1,9 +1,8 @@
 // Diagnostic rows that split the cost of a decision:
 //   "arithmetic only": bucket_math.h on a private word, no atomic instruction;
-//   "inlined CAS loop": limiters.cpp's load/decide/CAS loop compiled into the caller,
-//     counting the compare-and-swaps that failed;
-//   "32 packets per CAS": a burst of one bucket's arrivals decided on a local copy of the
-//     word and published with one CAS (what a burst API in limiters.hpp could do).
+//   "inlined CAS loop": a copy of limiters.hpp's load/decide/CAS loop that counts the
+//     compare-and-swaps that failed.
+// (The burst API's rows are in core_limiters.cpp.)
 #include <atomic>
 
 #include "bucket_math.h"
@@ -37,8 +36,9 @@ struct PlainSrtcm {
   }
 };
 
-// The token bucket through a copy of limiters.cpp's load/decide/CAS loop, inlined, that
-// counts the compare-and-swaps that failed: how often contention forces a second decision.
+// The token bucket through a copy of limiters.hpp's load/decide/CAS loop (detail::update_word,
+// shared) that counts the compare-and-swaps that failed: how often contention forces a
+// second decision.
 struct CountingTokenBucket {
   sl_rate_profile p = bench::must(make_rate_profile(kRate, bench::kBurstBytes));
   alignas(64) std::atomic<uint64_t> word{0};
@@ -58,31 +58,6 @@ struct CountingTokenBucket {
 };
 thread_local uint64_t CountingTokenBucket::retries = 0;
 
-// A burst of kBurst arrivals at one bucket, decided on a local copy of the word and
-// published with one CAS (redone as a whole if the CAS fails).
-constexpr uint64_t kBurst = 32;
-void BM_token_bucket_burst(benchmark::State& state) {
-  static CountingTokenBucket tb;  // its word; the CAS loop is this one
-  if (state.thread_index() == 0) tb.reset(bench::kStartNs);
-  bench::SyntheticClock clock(state, kBurst);
-  uint64_t conformed = 0;
-  for (auto _ : state) {
-    const uint64_t t0 = clock.next();
-    uint64_t cur = tb.word.load(std::memory_order_relaxed);
-    for (;;) {
-      uint64_t w = cur, ok = 0;
-      for (uint64_t i = 0; i < kBurst; ++i)
-        ok += sl_tb_decide(&tb.p, w, t0 + i * bench::kStepNs, kFrameBytes, &w) != 0;
-      if (w == cur || tb.word.compare_exchange_weak(cur, w, std::memory_order_relaxed,
-                                                    std::memory_order_relaxed)) {
-        conformed += ok;
-        break;
-      }
-    }
-  }
-  bench::report(state, conformed, kBurst);
-}
-
 void BM_cas_retries(benchmark::State& state) {
   CountingTokenBucket::retries = 0;
   bench::run_limiter<CountingTokenBucket>(state);
@@ -95,8 +70,6 @@ const bool registered = [] {
   bench::add_limiter<PlainTokenBucket>("token-bucket, arithmetic only", false);
   bench::add_limiter<PlainSrtcm>("srtcm, arithmetic only", false);
   benchmark::RegisterBenchmark("token-bucket, inlined CAS loop", BM_cas_retries)
-      ->UseRealTime()->Threads(1)->Threads(2);
-  benchmark::RegisterBenchmark("token-bucket, 32 packets per CAS", BM_token_bucket_burst)
       ->UseRealTime()->Threads(1)->Threads(2);
   return true;
 }();

@@ -83,4 +83,28 @@ void add_limiter(const char* name, bool shared) {
   if (shared) b->Threads(2);
 }
 
+// Bursts: the same arrivals, dealt to the threads in blocks of kBurst, each block charged
+// as one burst at the time of its first arrival (a dataplane reads the clock once per
+// received burst). Limiter::charge_burst(now, costs, n) returns how many conformed. Rates
+// are per decision (kBurst per iteration), so they compare with the single-charge rows.
+constexpr uint32_t kBurst = 32;
+
+template <class Limiter>
+void run_burst(benchmark::State& state) {
+  static Limiter limiter;
+  if (state.thread_index() == 0) limiter.reset(kStartNs);
+  SyntheticClock clock(state, kBurst);
+  uint64_t costs[kBurst];
+  for (uint64_t& c : costs) c = kFrameBytes;
+  uint64_t conformed = 0;
+  for (auto _ : state) conformed += limiter.charge_burst(clock.next(), costs, kBurst);
+  report(state, conformed, kBurst);
+}
+
+// Registers run_burst<Limiter> for 1 thread and 2 threads on one state.
+template <class Limiter>
+void add_burst_limiter(const char* name) {
+  benchmark::RegisterBenchmark(name, run_burst<Limiter>)->UseRealTime()->Threads(1)->Threads(2);
+}
+
 }  // namespace bench

@@ -1,5 +1,9 @@
-// Profile builder ranges and errors (SPEC §2 limits), and the lock-free wrappers.
+// Profile builder ranges and errors (SPEC §2 limits), and the lock-free wrappers, single
+// charges and bursts.
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
 
 #include "limiter_profile.hpp"
 #include "limiters.hpp"
@@ -147,4 +151,196 @@ TEST(Limiters, MeterStateRoundTrips) {
   MeterWord r = meter_load(w);
   EXPECT_EQ(r.e0, 1u);
   EXPECT_EQ(r.e1, 2u);
+}
+
+// ------------------------------------------------------------------------------ bursts
+
+namespace {
+
+// Random bursts for the burst API: 0..kMaxBurst packets of random costs at one time; time
+// moves by gaps up to max_gap_ns, and now and then idles for days or steps back, a little
+// (a stale read, within the tolerance) or a lot (the bucket re-bases).
+struct BurstTrace {
+  std::mt19937_64 rng;
+  uint64_t min_cost, max_cost, max_gap_ns;
+  uint64_t now = 7 * kSec;
+  uint64_t costs[kMaxBurst] = {};
+  uint32_t n = 0;
+
+  BurstTrace(uint64_t seed, uint64_t min_c, uint64_t max_c, uint64_t gap)
+      : rng(seed), min_cost(min_c), max_cost(max_c), max_gap_ns(gap) {}
+
+  void next() {
+    switch (rng() % 32) {
+      case 0: now += 3 * 24 * 3600 * kSec; break;
+      case 1: now -= rng() % (SL_STEP_TOLERANCE_NS / 2); break;
+      case 2: now -= 5 * SL_STEP_TOLERANCE_NS; break;
+      default: now += rng() % max_gap_ns;
+    }
+    n = uint32_t(rng() % 2 ? rng() % 9 : rng() % (kMaxBurst + 1));
+    if (rng() % 8 == 0) n = kMaxBurst;
+    for (uint32_t i = 0; i < n; ++i) costs[i] = min_cost + rng() % (max_cost - min_cost + 1);
+  }
+};
+
+// Drives `rounds` random bursts through burst(now, costs, n, results), and the same packets
+// one by one through single(now, cost) on a second copy of the state: every packet must get
+// the same result, and the two states must be equal after every burst.
+template <class Burst, class Single, class SameState>
+void expect_burst_as_singles(BurstTrace trace, int rounds, Burst&& burst, Single&& single,
+                             SameState&& same_state) {
+  uint64_t results[kMaxBurst];
+  uint64_t packets = 0, distinct[2] = {};
+  for (int r = 0; r < rounds; ++r) {
+    trace.next();
+    burst(trace.now, trace.costs, trace.n, results);
+    for (uint32_t i = 0; i < trace.n; ++i) {
+      uint64_t expected = single(trace.now, trace.costs[i]);
+      ASSERT_EQ(results[i], expected) << "round " << r << " packet " << i << " of " << trace.n;
+      ++distinct[expected == 0 ? 0 : 1];
+    }
+    packets += trace.n;
+    ASSERT_TRUE(same_state()) << "round " << r;
+  }
+  // The trace must exercise both outcomes, or the comparison proves little.
+  EXPECT_GT(distinct[0], packets / 50);
+  EXPECT_GT(distinct[1], packets / 50);
+}
+
+constexpr int kBurstRounds = 4000;
+const Sharing kSharings[] = {Sharing::shared, Sharing::single_writer};
+
+}  // namespace
+
+TEST(LimiterBursts, PolicersDecideAsSingleCharges) {
+  struct Setup {
+    Rate rate;
+    uint64_t burst, min_cost, max_cost, max_gap_ns, stale_ns;
+  };
+  // Costs up to past the burst (never conform), gaps around the time a burst refills.
+  const Setup setups[] = {
+      {bits_per_sec(10'000'000), 3000, 64, 3100, 8 * kMs, SL_STEP_TOLERANCE_NS},
+      {pps(1000), 5, 1, 6, 20 * kMs, SL_STEP_TOLERANCE_NS},
+      {bits_per_sec(2'500'000'000ull), 64 * 1024, 64, 9000, 800 * kUs, 0},
+  };
+  uint64_t seed = 1;
+  for (const Setup& su : setups) {
+    auto p = make_rate_profile(su.rate, su.burst);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    set_stale_read_tolerance(*p, su.stale_ns);
+    for (Sharing sharing : kSharings) {
+      for (bool gcra : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << format_rate(su.rate) << (gcra ? " gcra" : " tb")
+                                        << (sharing == Sharing::shared ? " shared" : " single"));
+        uint64_t init = gcra ? sl_gcra_init(&*p, 7 * kSec) : sl_tb_init(&*p, 7 * kSec);
+        std::atomic<uint64_t> a{init}, b{init};
+        expect_burst_as_singles(
+            BurstTrace(seed++, su.min_cost, su.max_cost, su.max_gap_ns), kBurstRounds,
+            [&](uint64_t now, const uint64_t* costs, uint32_t n, uint64_t* out) {
+              uint64_t mask = gcra ? gcra_charge_burst(*p, a, now, costs, n, sharing)
+                                   : token_bucket_charge_burst(*p, a, now, costs, n, sharing);
+              for (uint32_t i = 0; i < n; ++i) out[i] = (mask >> i) & 1;
+              ASSERT_EQ(n == kMaxBurst ? 0 : mask >> n, 0u) << "bits beyond the burst";
+            },
+            [&](uint64_t now, uint64_t cost) -> uint64_t {
+              return gcra ? gcra_charge(*p, b, now, cost) : token_bucket_charge(*p, b, now, cost);
+            },
+            [&] { return a.load() == b.load(); });
+      }
+    }
+  }
+}
+
+TEST(LimiterBursts, ShaperDecidesAsSingleCharges) {
+  auto s = make_shaper_profile(bits_per_sec(10'000'000), 3000, 5 * kMs);
+  ASSERT_TRUE(s.ok());
+  for (Sharing sharing : kSharings) {
+    std::atomic<uint64_t> a{sl_gcra_init(&s->rate, 7 * kSec)}, b{a.load()};
+    expect_burst_as_singles(
+        BurstTrace(11, 64, 3100, 30 * kMs), kBurstRounds,
+        [&](uint64_t now, const uint64_t* costs, uint32_t n, uint64_t* out) {
+          uint64_t delays[kMaxBurst];
+          uint64_t mask = shaper_charge_burst(*s, a, now, costs, n, delays, sharing);
+          // accepted: 1 + its delay; dropped: 0
+          for (uint32_t i = 0; i < n; ++i) out[i] = (mask >> i) & 1 ? 1 + delays[i] : 0;
+        },
+        [&](uint64_t now, uint64_t cost) -> uint64_t {
+          uint64_t delay = 0;
+          return shaper_charge(*s, b, now, cost, &delay) ? 1 + delay : 0;
+        },
+        [&] { return a.load() == b.load(); });
+  }
+}
+
+TEST(LimiterBursts, WindowsDecideAsSingleCharges) {
+  for (bool sliding : {false, true}) {
+    auto w = make_window_profile(kMs, 50000, sliding);
+    ASSERT_TRUE(w.ok());
+    for (Sharing sharing : kSharings) {
+      SCOPED_TRACE(sliding ? "sliding" : "fixed");
+      uint64_t init = sliding ? sl_sliding_window_init(&*w, 7 * kSec)
+                              : sl_fixed_window_init(&*w, 7 * kSec);
+      std::atomic<uint64_t> a{init}, b{init};
+      expect_burst_as_singles(
+          BurstTrace(21 + sliding, 64, 1600, 600 * kUs), kBurstRounds,
+          [&](uint64_t now, const uint64_t* costs, uint32_t n, uint64_t* out) {
+            uint64_t mask = sliding ? sliding_window_charge_burst(*w, a, now, costs, n, sharing)
+                                    : fixed_window_charge_burst(*w, a, now, costs, n, sharing);
+            for (uint32_t i = 0; i < n; ++i) out[i] = (mask >> i) & 1;
+          },
+          [&](uint64_t now, uint64_t cost) -> uint64_t {
+            return sliding ? sliding_window_charge(*w, b, now, cost)
+                           : fixed_window_charge(*w, b, now, cost);
+          },
+          [&] { return a.load() == b.load(); });
+    }
+  }
+}
+
+TEST(LimiterBursts, MetersDecideAsSingleCharges) {
+  auto sr = make_srtcm_profile(bits_per_sec(10'000'000), 3000, 6000);
+  auto tr = make_trtcm_profile(bits_per_sec(10'000'000), 3000, bits_per_sec(20'000'000), 6000);
+  ASSERT_TRUE(sr.ok() && tr.ok());
+  for (bool trtcm : {false, true}) {
+    const sl_meter_profile& m = trtcm ? *tr : *sr;
+    for (Sharing sharing : kSharings) {
+      SCOPED_TRACE(trtcm ? "trtcm" : "srtcm");
+      sl_meter_state st;
+      (trtcm ? sl_trtcm_init : sl_srtcm_init)(&m, 7 * kSec, &st);
+      MeterWord a{st.e0, st.e1}, b{st.e0, st.e1};
+      auto charge = trtcm ? trtcm_charge : srtcm_charge;
+      auto charge_burst = trtcm ? trtcm_charge_burst : srtcm_charge_burst;
+      // Colours as results: 0 only for red, so both outcome counts mean something.
+      expect_burst_as_singles(
+          BurstTrace(31 + trtcm, 64, 6100, 10 * kMs), kBurstRounds,
+          [&](uint64_t now, const uint64_t* costs, uint32_t n, uint64_t* out) {
+            sl_colour colours[kMaxBurst];
+            uint64_t green = charge_burst(m, a, now, costs, n, colours, sharing);
+            for (uint32_t i = 0; i < n; ++i) {
+              out[i] = colours[i] == SL_RED ? 0 : 1 + colours[i];
+              ASSERT_EQ((green >> i) & 1, colours[i] == SL_GREEN ? 1u : 0u) << i;
+            }
+          },
+          [&](uint64_t now, uint64_t cost) -> uint64_t {
+            sl_colour c = charge(m, b, now, cost, Sharing::shared);
+            return c == SL_RED ? 0 : 1 + c;
+          },
+          [&] {
+            MeterWord x = meter_load(a), y = meter_load(b);
+            return x.e0 == y.e0 && x.e1 == y.e1;
+          });
+    }
+  }
+}
+
+// A burst of nothing reads the bucket and changes nothing.
+TEST(LimiterBursts, EmptyBurstWritesNothing) {
+  auto p = make_rate_profile(pps(10), 3);
+  ASSERT_TRUE(p.ok());
+  std::atomic<uint64_t> w{sl_tb_init(&*p, kSec)};
+  const uint64_t before = w.load();
+  EXPECT_EQ(token_bucket_charge_burst(*p, w, 2 * kSec, nullptr, 0), 0u);
+  EXPECT_EQ(w.load(), before);
+  const uint64_t costs[5] = {1, 1, 1, 1, 1};
+  EXPECT_EQ(token_bucket_charge_burst(*p, w, 2 * kSec, costs, 5), 0b00111u);
 }
