@@ -1,5 +1,6 @@
 #include "pipeline.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <type_traits>
@@ -34,6 +35,11 @@ struct CompiledRule {
   std::array<int, kMaxChain> chain{};  // this rule, then its parents
   size_t chain_len = 0;
   Sharing sharing = Sharing::shared;
+  // An aggregate policer (key: none, token-bucket / gcra / window) with no parent and no
+  // child: all of a burst's packets for it can be decided with one charge of its word, in
+  // the same order and with the same results as one by one, since no other packet of the
+  // burst touches that word.
+  bool burstable = false;
 
   uint64_t cost(uint32_t frame_len) const {
     return rule->cost_unit() == CostUnit::packets ? 1 : uint64_t(frame_len) + rule->overhead_bytes;
@@ -76,6 +82,19 @@ struct CompiledRule {
       case Algorithm::fixed_window: return fixed_window_charge(window, w, now_ns, c, sharing);
       case Algorithm::sliding_window: return sliding_window_charge(window, w, now_ns, c, sharing);
       default: return false;
+    }
+  }
+
+  // Burst policing (burstable rules): bit i of the result set if packet i conforms.
+  uint64_t police_burst(std::atomic<uint64_t>& w, uint64_t now_ns, const uint64_t* costs,
+                        uint32_t n) const {
+    switch (rule->algorithm) {
+      case Algorithm::token_bucket: return token_bucket_charge_burst(rate, w, now_ns, costs, n, sharing);
+      case Algorithm::gcra: return gcra_charge_burst(rate, w, now_ns, costs, n, sharing);
+      case Algorithm::fixed_window: return fixed_window_charge_burst(window, w, now_ns, costs, n, sharing);
+      case Algorithm::sliding_window:
+        return sliding_window_charge_burst(window, w, now_ns, costs, n, sharing);
+      default: return 0;
     }
   }
 
@@ -194,6 +213,9 @@ struct Pipeline::Impl {
     ParsedFrame pf;
     int rule = -1;
     uint64_t flow_hash = 0;
+    // Set by process_burst for packets of a burstable rule: already charged (1: conformed,
+    // 0: refused); -1: finish() charges the packet itself.
+    int8_t decided = -1;
   };
 
   uint64_t flow_hash(const CompiledRule& cr, const ParsedFrame& pf, size_t idx) const {
@@ -204,6 +226,7 @@ struct Pipeline::Impl {
   void classify(const uint8_t* frame, uint32_t len, uint16_t port, Classified& c) const {
     parse_frame_into(frame, len, c.pf);
     c.flow_hash = 0;
+    c.decided = -1;
     c.rule = c.pf.status == FrameStatus::ok ? classifier.classify(c.pf, port) : -1;
     if (c.rule < 0) return;
     const CompiledRule& cr = *compiled[size_t(c.rule)];
@@ -232,6 +255,15 @@ struct Pipeline::Impl {
     const CompiledRule& top = *compiled[size_t(idx)];
     TrafficCounters& c = counters.rule(size_t(idx));
     c.add(Outcome::matched, len);
+    if (cl.decided >= 0) {
+      if (cl.decided == 0) {
+        c.add(Outcome::exceeded, len);
+        return act(top.rule->action, c, frame, pf, now_ns);
+      }
+      c.add(Outcome::conformed, len);
+      c.add(Outcome::passed, len);
+      return {Verdict::Kind::forward, now_ns};
+    }
 
     // Charge the rule, then each parent; a refusal anywhere gives back what was taken
     // below it, so a refused packet charges nothing (SPEC §3 Hierarchy).
@@ -271,6 +303,31 @@ struct Pipeline::Impl {
     c.add(Outcome::conformed, len);
     c.add(Outcome::passed, len);
     return {Verdict::Kind::forward, now_ns};
+  }
+
+  // Charges the packets of each burstable rule in this burst with one charge of its word
+  // (one compare-and-swap for the lot when workers share it, instead of one per packet).
+  void charge_burstable(Classified* cl, size_t n, uint64_t now_ns) {
+    uint64_t grouped = 0;  // packets already handled
+    for (size_t i = 0; i < n; ++i) {
+      if ((grouped >> i & 1) || cl[i].rule < 0) continue;
+      const CompiledRule& cr = *compiled[size_t(cl[i].rule)];
+      if (!cr.burstable) continue;
+      uint64_t costs[kMaxBurst];
+      uint8_t at[kMaxBurst];
+      uint32_t k = 0;
+      for (size_t j = i; j < n; ++j) {
+        if (cl[j].rule != cl[i].rule) continue;
+        costs[k] = cr.cost(cl[j].pf.frame_len);
+        at[k++] = uint8_t(j);
+        grouped |= uint64_t{1} << j;
+      }
+      if (k == 1) {  // alone in its burst: finish() charges it like any other packet
+        continue;
+      }
+      const uint64_t mask = cr.police_burst(*aggregate_state(cr, now_ns), now_ns, costs, k);
+      for (uint32_t q = 0; q < k; ++q) cl[at[q]].decided = int8_t(mask >> q & 1);
+    }
   }
 
   void refund(const CompiledRule& top, const std::array<std::atomic<uint64_t>*, kMaxChain>& charged,
@@ -313,6 +370,15 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const Pipeline
       impl->max_delay_ns = std::max(impl->max_delay_ns, rs[i].max_delay_ns);
     impl->compiled.push_back(std::move(cr));
   }
+  for (size_t i = 0; i < rs.size(); ++i) {
+    CompiledRule& cr = *impl->compiled[i];
+    const bool is_parent = std::any_of(rs.begin(), rs.end(),
+                                       [&](const Rule& r) { return r.parent_index == int(i); });
+    const Algorithm a = rs[i].algorithm;
+    cr.burstable = !cr.flows && cr.chain_len == 1 && !is_parent &&
+                   (a == Algorithm::token_bucket || a == Algorithm::gcra ||
+                    a == Algorithm::fixed_window || a == Algorithm::sliding_window);
+  }
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
 
@@ -348,6 +414,7 @@ void Pipeline::process_burst(const Frame* frames, size_t n, uint16_t port, uint6
     for (size_t i = 0; i < m; ++i)
       impl_->classify(frames[done + i].data, frames[done + i].len, port,
                       cl[i]);
+    impl_->charge_burstable(cl, m, now_ns);
     for (size_t i = 0; i < m; ++i)
       verdicts[done + i] = impl_->finish(frames[done + i].data, cl[i], now_ns, counters);
   }

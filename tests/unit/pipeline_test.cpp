@@ -336,3 +336,95 @@ rules:
   }
   EXPECT_EQ(sa.default_rule.traffic.packets, sb.default_rule.traffic.packets);
 }
+
+// Aggregate policers without parent or child are charged once per burst (all their packets of
+// the burst decided on one copy of the word): the verdicts, rewrites and counters must be
+// exactly those of packet-by-packet processing, for every algorithm that takes this path.
+class BurstableAggregate : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BurstableAggregate, MatchesPacketByPacket) {
+  const std::string rules = std::string(R"(
+default: {action: pass}
+rules:
+  - {name: agg, match: {proto: udp}, key: none, )") + GetParam() + R"(, action: "mark-dscp:AF11"}
+  - {name: dry, match: {proto: tcp}, key: none, rate: 2000pps, burst: 5, action: pass}
+  - {name: per-src, match: {src: 10.0.0.0/8}, key: src-ip, rate: 1000pps, burst: 2}
+)";
+  Harness a(rules), b(rules);
+  ASSERT_TRUE(a.p && b.p);
+  std::vector<std::vector<uint8_t>> frames;
+  uint64_t x = 11;
+  for (int i = 0; i < 6000; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const std::string src = "192.168.0." + std::to_string(1 + (x >> 33) % 9);
+    switch ((x >> 20) % 5) {
+      case 0: case 1: frames.push_back(PacketBuilder().ipv4(src, "192.0.2.1").udp(1, 2).payload(int((x >> 40) % 300)).build()); break;
+      case 2: frames.push_back(PacketBuilder().ipv4(src, "192.0.2.1").tcp(1, 2).build()); break;
+      case 3: frames.push_back(PacketBuilder().ipv4("10.1.1." + std::to_string(1 + (x >> 45) % 5), "192.0.2.1").icmp().build()); break;
+      default: frames.push_back({1, 2, 3}); break;  // malformed
+    }
+  }
+  auto copy = frames;
+  uint64_t now = kSec;
+  uint64_t bursts_with_many = 0;
+  for (size_t start = 0; start < frames.size(); start += 32) {
+    const size_t n = std::min<size_t>(32, frames.size() - start);
+    now += 200 * kUs * ((start / 32) % 7);  // sometimes no time passes between bursts
+    std::vector<Pipeline::Frame> burst;
+    for (size_t i = 0; i < n; ++i) burst.push_back({copy[start + i].data(), uint32_t(copy[start + i].size())});
+    std::vector<Verdict> vb(n);
+    b.p->process_burst(burst.data(), n, 0, now, b.c, vb.data());
+    bursts_with_many += n > 2;
+    for (size_t i = 0; i < n; ++i) {
+      Verdict va = a.p->process(frames[start + i].data(), uint32_t(frames[start + i].size()), 0, now, a.c);
+      ASSERT_EQ(int(va.kind), int(vb[i].kind)) << start + i;
+      ASSERT_EQ(frames[start + i], copy[start + i]) << "rewrites differ at " << start + i;
+    }
+  }
+  auto sa = a.p->snapshot({&a.c}), sb = b.p->snapshot({&b.c});
+  for (size_t r = 0; r < sa.rules.size(); ++r) {
+    EXPECT_EQ(sa.rules[r].traffic.packets, sb.rules[r].traffic.packets) << r;
+    EXPECT_EQ(sa.rules[r].traffic.bytes, sb.rules[r].traffic.bytes) << r;
+  }
+  EXPECT_EQ(sa.default_rule.traffic.packets, sb.default_rule.traffic.packets);
+  // The test is only worth something if the aggregate both admitted and refused.
+  EXPECT_GT(sa.rules[0].traffic.pkts(Outcome::conformed), 100u);
+  EXPECT_GT(sa.rules[0].traffic.pkts(Outcome::marked), 100u);
+  EXPECT_GT(bursts_with_many, 100u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, BurstableAggregate,
+    ::testing::Values("rate: 3000pps, burst: 10", "algorithm: gcra, rate: 3000pps, burst: 10",
+                      "rate: 2Mbit/s, burst: 3000B", "algorithm: fixed-window, window: 5ms, limit: 12",
+                      "algorithm: sliding-window, window: 5ms, limit: 12"));
+
+TEST(Pipeline, TwoWorkersShareOneAggregateBucketInBursts) {
+  auto p = make(R"(
+rules:
+  - {name: agg, key: none, rate: 100000pps, burst: 100}
+)");
+  ASSERT_TRUE(p);
+  std::atomic<uint64_t> clock{kSec};
+  WorkerCounters c0 = p->make_counters(), c1 = p->make_counters();
+  auto worker = [&](WorkerCounters& c, int id) {
+    auto f = udp_from(id == 0 ? "192.168.0.1" : "192.168.0.2");
+    std::vector<std::vector<uint8_t>> copies(32, f);
+    Pipeline::Frame burst[32];
+    Verdict v[32];
+    for (int i = 0; i < 200000 / 32; ++i) {
+      if (id == 0) clock.fetch_add(4000);
+      for (int k = 0; k < 32; ++k) burst[k] = {copies[size_t(k)].data(), uint32_t(f.size())};
+      p->process_burst(burst, 32, 0, clock.load(), c, v);
+    }
+  };
+  std::thread a(worker, std::ref(c0), 0), b(worker, std::ref(c1), 1);
+  a.join();
+  b.join();
+  const uint64_t elapsed = clock.load() - kSec;
+  auto snap = p->snapshot({&c0, &c1});
+  const uint64_t admitted = snap.rules[0].traffic.pkts(Outcome::conformed);
+  EXPECT_LE(admitted, 100 + elapsed * 100000 / kSec);
+  EXPECT_GE(admitted + 2, 100 + elapsed * 100000 / kSec) << "no lost updates";
+  EXPECT_EQ(snap.rules[0].traffic.pkts(Outcome::matched), 2u * (200000 / 32) * 32);
+}
