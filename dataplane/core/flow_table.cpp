@@ -105,10 +105,9 @@ FlowTable::~FlowTable() {
 
 const std::atomic<uint64_t>* FlowTable::find(uint64_t hash) const {
   const uint64_t fp = fp_bits(hash);
-  const size_t set = set_of(hash);
-  for (unsigned way = 0; way < kWays; ++way)
-    if ((tags(set)[way].load(std::memory_order_acquire) & ~kTickMask) == fp)
-      return state_of(set, way);
+  uint64_t word[kWays];
+  for (const size_t set : {set_of(hash), second_set_of(hash)})
+    if (const int way = scan(set, fp, word); way >= 0) return state_of(set, unsigned(way));
   return nullptr;
 }
 
@@ -123,26 +122,38 @@ void FlowTable::abandon(std::atomic<uint64_t>& tag) {
   active_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-FlowTable::Claim FlowTable::claim(size_t set_index, uint64_t fp, uint32_t tick) {
-  std::atomic<uint64_t>* tag = tags(set_index);
+FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint32_t tick) {
+  // The candidate ways: the first set's 8, then the second set's 8 (if it is another set).
+  const unsigned n = second == first ? kWays : 2 * kWays;
+  auto tag_at = [&](unsigned i) -> std::atomic<uint64_t>& {
+    return i < kWays ? tags(first)[i] : tags(second)[i - kWays];
+  };
+  auto state_at_way = [&](unsigned i) {
+    return i < kWays ? state_of(first, i) : state_of(second, i - kWays);
+  };
   const uint64_t pending = pending_word(fp);
   unsigned spins = 0;
   for (;;) {
-    // 1. Scan: the flow may have appeared meanwhile; otherwise note the candidates.
-    int empty = -1, stale = -1, lru = -1;
+    // 1. Scan: the flow may have appeared meanwhile; otherwise note the candidates. An empty
+    //    slot goes to the set with more of them, which keeps both sets' loads even.
+    int stale = -1, lru = -1;
+    int empty[2] = {-1, -1};
+    unsigned empties[2] = {0, 0};
     uint64_t stale_tag = 0, lru_tag = 0;
     uint32_t lru_idle = 0;
     bool ours_pending = false, others_pending = false;
-    for (unsigned i = 0; i < kWays; ++i) {
-      const uint64_t t = tag[i].load(std::memory_order_acquire);
+    for (unsigned i = 0; i < n; ++i) {
+      const uint64_t t = tag_at(i).load(std::memory_order_acquire);
       if ((t & ~kTickMask) == fp) {
-        touch(tag[i], t, tick);
-        return {{state_of(set_index, i), Outcome::found}, i};
+        touch(tag_at(i), t, tick);
+        return {{state_at_way(i), Outcome::found}, nullptr};
       }
       if (t == pending) {
         ours_pending = true;
       } else if (t == kEmpty) {
-        if (empty < 0) empty = int(i);
+        const unsigned which = i / kWays;
+        if (empty[which] < 0) empty[which] = int(i);
+        ++empties[which];
       } else if (t & kPending) {
         others_pending = true;
       } else {
@@ -156,9 +167,10 @@ FlowTable::Claim FlowTable::claim(size_t set_index, uint64_t fp, uint32_t tick) 
     }
     // Another thread is creating this very flow: wait for it rather than race it.
     if (ours_pending) {
-      if (!relax(spins)) return {{nullptr, Outcome::no_slot}, 0};
+      if (!relax(spins)) return {{nullptr, Outcome::no_slot}, nullptr};
       continue;
     }
+    const int best_empty = empties[1] > empties[0] ? empty[1] : empty[0];
 
     // 2. Pick: a stale (expired) slot replaces a dead flow, so it needs no capacity; an empty
     //    slot needs a unit of capacity; otherwise the LRU flow, if idle long enough.
@@ -168,37 +180,37 @@ FlowTable::Claim FlowTable::claim(size_t set_index, uint64_t fp, uint32_t tick) 
     bool reserved = false;
     if (stale >= 0) {
       victim = stale, expected = stale_tag;
-    } else if (empty >= 0 && (reserved = reserve())) {
-      victim = empty, expected = kEmpty;
+    } else if (best_empty >= 0 && (reserved = reserve())) {
+      victim = best_empty, expected = kEmpty;
     } else if (lru >= 0 && lru_idle >= evict_ticks_) {
       victim = lru, expected = lru_tag, outcome = Outcome::evicted;
     } else {
       // Full of active flows. A pending claim may still publish or abandon: look again briefly.
       if (others_pending && relax(spins)) continue;
-      return {{nullptr, Outcome::no_slot}, 0};
+      return {{nullptr, Outcome::no_slot}, nullptr};
     }
 
     // 3. Claim with one CAS; it fails if anyone touched the tag word since our scan.
-    std::atomic<uint64_t>& mine = tag[victim];
+    std::atomic<uint64_t>& mine = tag_at(unsigned(victim));
     if (!mine.compare_exchange_strong(expected, pending, std::memory_order_seq_cst,
                                       std::memory_order_relaxed)) {
       if (reserved) active_.fetch_sub(1, std::memory_order_relaxed);
-      if (!relax(spins)) return {{nullptr, Outcome::no_slot}, 0};
+      if (!relax(spins)) return {{nullptr, Outcome::no_slot}, nullptr};
       continue;
     }
     if (outcome == Outcome::evicted) evicted_.fetch_add(1, std::memory_order_relaxed);
 
-    // 4. Re-read the other ways (seq_cst, after our seq_cst CAS: of two racing claimers of
-    //    this flow, at least one sees the other). Lower way wins; see the header.
+    // 4. Re-read the other candidate ways (seq_cst, after our seq_cst CAS: of two racing
+    //    claimers of this flow, at least one sees the other). Lower way wins; see the header.
     bool restart = false;
-    for (unsigned j = 0; j < kWays && !restart; ++j) {
+    for (unsigned j = 0; j < n && !restart; ++j) {
       if (int(j) == victim) continue;
       for (;;) {
-        const uint64_t t = tag[j].load(std::memory_order_seq_cst);
+        const uint64_t t = tag_at(j).load(std::memory_order_seq_cst);
         if ((t & ~kTickMask) == fp) {  // it got there first
           abandon(mine);
-          touch(tag[j], t, tick);
-          return {{state_of(set_index, j), Outcome::found}, j};
+          touch(tag_at(j), t, tick);
+          return {{state_at_way(j), Outcome::found}, nullptr};
         }
         if (t != pending) break;
         if (int(j) < victim) {  // it wins: step aside, then wait for it in step 1
@@ -209,12 +221,12 @@ FlowTable::Claim FlowTable::claim(size_t set_index, uint64_t fp, uint32_t tick) 
         // We win; it will step aside (or publish first). Wait, holding our claim.
         if (!relax(spins)) {
           abandon(mine);
-          return {{nullptr, Outcome::no_slot}, 0};
+          return {{nullptr, Outcome::no_slot}, nullptr};
         }
       }
     }
     if (restart) continue;
-    return {{state_of(set_index, unsigned(victim)), outcome}, unsigned(victim)};
+    return {{state_at_way(unsigned(victim)), outcome}, &mine};
   }
 }
 

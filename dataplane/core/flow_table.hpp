@@ -3,16 +3,18 @@
 // Layout: sets of kWays = 8 flows. A set is one 64-byte line of 8 tag words followed by the 8
 // flows' bucket words (state_words = 1 or 2 per flow: 1 for token-bucket, gcra, leaky-bucket and
 // the windows, 2 for the srtcm/trtcm meters), so finding a flow reads one line and charging it
-// one more: a burst prefetches both for every packet before charging any (Pipeline). A flow
-// lives in the set picked by its hash, in any of the 8 ways. All memory is allocated and written
-// in the constructor, on transparent huge pages where the kernel allows (a 1M-flow table on 4 KB
-// pages costs a TLB miss per packet); nothing in the hot path allocates, so a flood of new flows
-// degrades to eviction / no_slot, never to more memory (SPEC §6).
+// one more: a burst prefetches both for every packet before charging any (Pipeline). A flow has
+// two candidate sets picked independently from its hash (two-choice hashing): it is created in
+// whichever has more free slots, so it is almost always found in its first set, and only new
+// flows and the rare flow in its second set read a second tag line. All memory is allocated
+// and written in the constructor, on transparent huge pages where the kernel allows (a
+// 1M-flow table on 4 KB pages costs a TLB miss per packet); nothing in the hot path allocates,
+// so a flood of new flows degrades to eviction / no_slot, never to more memory (SPEC §6).
 //
-// Memory: the table has kSlack = 2 slots per flow of capacity, so a set is rarely full before the
-// table is (with 8 ways at half load, ~0.8% of flows find their set full when the table is at
-// capacity; they take the set's least recently used flow, see claim()). Per flow of capacity:
-// 2 * (8 + 8 * state_words) bytes = 32 bytes (one state word) or 48 bytes (meters).
+// Memory: the table has kSlack = 2 slots per flow of capacity. With two choices among 8-way
+// sets at half load, both of a new flow's sets are full essentially never before the table
+// holds `capacity` flows. Per flow of capacity: 2 * (8 + 8 * state_words) bytes = 32 bytes
+// (one state word) or 48 bytes (meters).
 //
 // Tag word: bit 63 pending | 39-bit fingerprint (bits 62..24) | 24-bit last-seen tick (23..0).
 // 0 is an empty slot. The fingerprint is the low 39 bits of the caller's seeded 64-bit hash (0
@@ -25,11 +27,11 @@
 //    flow), one CAS moves the tick forward (a lost race only means someone else touched it).
 //  - A new flow claims a slot with one CAS on its tag word (empty/stale/victim -> PENDING|fp),
 //    lets init() set its state words, then publishes fp|tick with a release store.
-//  - No duplicates: after its CAS the claimer re-reads the other 7 tags (seq_cst on both sides,
-//    so of two racing claimers at least one sees the other). The pending word carries the
+//  - No duplicates: after its CAS the claimer re-reads the other 15 candidate tags (both sets;
+//    seq_cst on both sides, so of two racing claimers at least one sees the other). The pending word carries the
 //    fingerprint, so claimers of *different* flows never wait for each other; of two claimers of
-//    the same flow, the one in the higher way backs off (frees its slot) and the one in the lower
-//    way waits for the higher one to back off or publish. Waits are bounded: a thread that would
+//    the same flow, the one in the higher candidate way (first set's ways 0-7, then the second
+//    set's 8-15) backs off (frees its slot) and the one in the lower way waits for the higher one to back off or publish. Waits are bounded: a thread that would
 //    spin too long (its peer was preempted) gives up and reports no_slot.
 //  - Expiry and eviction CAS from the exact tag word they judged, tick included, so a flow
 //    touched after it was judged idle is never freed. Known, accepted race: a packet that found
@@ -126,6 +128,7 @@ class FlowTable {
   // The slot index of a state pointer returned by find_or_insert() / find().
   size_t slot_of(const std::atomic<uint64_t>* state) const;
   size_t set_index(uint64_t hash) const { return set_of(hash); }
+  size_t second_set_index(uint64_t hash) const { return second_set_of(hash); }
   const void* data() const { return sets_; }
   // The fingerprint a hash is stored under: its low 39 bits, 0 remapped to 1.
   static constexpr uint64_t tag_of(uint64_t hash) {
@@ -139,6 +142,21 @@ class FlowTable {
   // bits, and no power-of-two set count needed.
   size_t set_of(uint64_t hash) const {
     return size_t((static_cast<unsigned __int128>(hash * 0x9e3779b97f4a7c15ull) * nsets_) >> 64);
+  }
+  // The second choice: another multiplicative re-mix, independent of the first and of the
+  // fingerprint. May equal the first (small tables); then the flow simply has one set.
+  size_t second_set_of(uint64_t hash) const {
+    return size_t((static_cast<unsigned __int128>(hash * 0xd6e8feb86659fd93ull) * nsets_) >> 64);
+  }
+  // Branchless scan of one set's 8 tags for a published fingerprint: its way, or -1.
+  int scan(size_t set, uint64_t fp, uint64_t* word) const {
+    const std::atomic<uint64_t>* tag = tags(set);
+    unsigned hits = 0;
+    for (unsigned way = 0; way < kWays; ++way) {
+      word[way] = tag[way].load(std::memory_order_acquire);
+      hits |= unsigned((word[way] & ~kTickMask) == fp) << way;
+    }
+    return hits != 0 ? __builtin_ctz(hits) : -1;
   }
   std::atomic<uint64_t>* set_at(size_t set) const { return sets_ + set * stride_words_; }
   std::atomic<uint64_t>* tags(size_t set) const { return set_at(set); }
@@ -164,9 +182,9 @@ class FlowTable {
   // created/evicted with the slot held as PENDING|fp for the caller to init and publish.
   struct Claim {
     Lookup lookup;
-    unsigned way;
+    std::atomic<uint64_t>* tag;  // the claimed slot's tag word (created/evicted)
   };
-  Claim claim(size_t set, uint64_t fp, uint32_t tick);
+  Claim claim(size_t first, size_t second, uint64_t fp, uint32_t tick);
   // Takes one unit of capacity if the table is below capacity.
   bool reserve();
   // Gives up a held claim: the slot becomes empty (any flow it held before is gone).
@@ -193,31 +211,30 @@ template <class Init>
 FlowTable::Lookup FlowTable::find_or_insert(uint64_t hash, uint64_t now_ns, Init&& init) {
   const uint64_t fp = fp_bits(hash);
   const uint32_t tick = tick_of(now_ns);
-  const size_t set = set_of(hash);
-  std::atomic<uint64_t>* tag = tags(set);
-  // All 8 tags (one line) compared without a branch per way: which way holds a flow is random,
-  // so an early-exit loop would mispredict on most packets. A pending word has bit 63 set, so
-  // it never matches a bare fingerprint.
+  // The first set holds nearly every flow: one line, compared without a branch per way (which
+  // way holds a flow is random, so an early-exit loop would mispredict on most packets).
   uint64_t word[kWays];
-  unsigned hits = 0;
-  for (unsigned way = 0; way < kWays; ++way) {
-    word[way] = tag[way].load(std::memory_order_acquire);
-    hits |= unsigned((word[way] & ~kTickMask) == fp) << way;
+  const size_t first = set_of(hash);
+  if (const int way = scan(first, fp, word); way >= 0) {
+    touch(tags(first)[way], word[way], tick);
+    return {state_of(first, unsigned(way)), Outcome::found};
   }
-  if (hits != 0) {
-    const unsigned way = unsigned(__builtin_ctz(hits));
-    touch(tag[way], word[way], tick);
-    return {state_of(set, way), Outcome::found};
+  const size_t second = second_set_of(hash);
+  if (second != first) {
+    if (const int way = scan(second, fp, word); way >= 0) {
+      touch(tags(second)[way], word[way], tick);
+      return {state_of(second, unsigned(way)), Outcome::found};
+    }
   }
-  Claim c = claim(set, fp, tick);
+  Claim c = claim(first, second, fp, tick);
   if (c.lookup.outcome == Outcome::created || c.lookup.outcome == Outcome::evicted) {
     try {
       init(c.lookup.state);
     } catch (...) {
-      abandon(tag[c.way]);
+      abandon(*c.tag);
       throw;
     }
-    tag[c.way].store(fp | tick, std::memory_order_release);  // makes init()'s words visible
+    c.tag->store(fp | tick, std::memory_order_release);  // makes init()'s words visible
   }
   return c.lookup;
 }

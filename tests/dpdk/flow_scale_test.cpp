@@ -82,9 +82,9 @@ TEST(FlowScale, ExpirySliceBetweenBurstsStaysUnderTenMicroseconds) {
     pipeline->process(frame.data(), uint32_t(frame.size()), 0, t0, counters);
   }
   const auto& snap = pipeline->snapshot({&counters});
-  // 8-way sets at half load (two slots per flow of capacity): ~99% of the flows find room
-  // (no LRU victim is idle enough to evict).
-  ASSERT_GT(snap.rules[0].active_flows, kFlows * 98 / 100);
+  // Two choices among 8-way sets at half load: every flow finds room (no LRU victim is idle
+  // enough to evict, so a refused flow would show here).
+  ASSERT_GE(snap.rules[0].active_flows, kFlows - kFlows / 100000);
 
   const size_t budget = DataplaneConfig{}.expire_budget;
   const uint64_t later = t0 + 10'000'000'000ull;  // everything idle for 10 s

@@ -182,14 +182,44 @@ TEST(FlowTable, AtCapacityEvictsLruOfTheSetWhenIdleEnough) {
   EXPECT_EQ(t.evicted(), 2u);
 }
 
-TEST(FlowTable, SetFullEvictsEvenBelowCapacity) {
+TEST(FlowTable, SecondChoiceTakesTheOverflowOfAFullSet) {
   FlowTable t(4096, kNever, 0);
-  auto hs = same_set_hashes(t, 9);
+  auto hs = same_set_hashes(t, 12);  // 12 flows whose first choice is one 8-way set
+  for (size_t i = 0; i < hs.size(); ++i)
+    ASSERT_EQ(put(t, hs[i], i * kTick).outcome, Outcome::created) << i;
+  EXPECT_EQ(t.active(), 12u);
+  EXPECT_EQ(t.evicted(), 0u);
+  size_t in_second = 0;
+  for (uint64_t h : hs) {
+    ConstState s = t.find(h);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(put(t, h, 20 * kTick).state, s) << "found where it was created";
+    in_second += t.slot_of(s) / FlowTable::kWays == t.second_set_index(h);
+  }
+  EXPECT_GE(in_second, 4u) << "the first set holds at most 8";
+}
+
+TEST(FlowTable, BothChoicesFullEvictsEvenBelowCapacity) {
+  FlowTable t(16, kNever, 0, 2, 1);  // two sets, room for 16 flows
+  std::vector<uint64_t> hs;  // flows whose both choices are set 0
+  for (uint64_t i = 0; hs.size() < 9; ++i)
+    if (t.set_index(mix(i)) == 0 && t.second_set_index(mix(i)) == 0) hs.push_back(mix(i));
   for (size_t i = 0; i < 8; ++i) ASSERT_EQ(put(t, hs[i], i * kTick).outcome, Outcome::created);
   auto r = put(t, hs[8], 20 * kTick);
   EXPECT_EQ(r.outcome, Outcome::evicted);
   EXPECT_EQ(t.find(hs[0]), nullptr) << "hs[0] was the LRU of the set";
   EXPECT_EQ(t.active(), 8u);
+}
+
+TEST(FlowTable, AtCapacityEveryFlowFindsASlot) {
+  // The point of two choices: with `capacity` live flows (half the slots), a flow essentially
+  // never finds both of its sets full. 8-way sets with one choice left ~0.8% without a slot.
+  const uint64_t cap = 200'000;
+  FlowTable t(cap, kNever, 1000 * kTick);  // nobody idle enough to be evicted
+  uint64_t refused = 0;
+  for (uint64_t i = 0; i < cap; ++i) refused += put(t, mix(i ^ 0x5eed), 0).outcome != Outcome::created;
+  EXPECT_LE(refused, cap / 100000) << "at most 0.001% refused";
+  EXPECT_EQ(t.active(), cap - refused);
 }
 
 TEST(FlowTable, MinEvictIdleProtectsActiveFlows) {
