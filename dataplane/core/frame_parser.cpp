@@ -227,16 +227,7 @@ void parse_frame_general(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
 void parse_frame_into(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
   pf = ParsedFrame{};
   pf.frame_len = len;
-  if (parse_common_ipv4(data, len, pf)) return;
-  pf = ParsedFrame{};
-  pf.frame_len = len;
-  if (const char* reason = parse_ethernet(data, len, pf)) [[unlikely]] {
-    // Start from a clean frame so nobody can classify on half-parsed fields.
-    pf = ParsedFrame{};
-    pf.status = FrameStatus::malformed;
-    pf.frame_len = len;
-    pf.malformed_reason = reason;
-  }
+  if (!parse_common_ipv4(data, len, pf)) parse_frame_general(data, len, pf);
 }
 
 ParsedFrame parse_frame(const uint8_t* data, uint32_t len) {

@@ -283,37 +283,43 @@ inline uint64_t sliding_window_charge_burst(const sl_window_profile& w,
   });
 }
 
-// Meters: colours[i] is packet i's colour; the mask has the green ones.
-inline uint64_t srtcm_charge_burst(const sl_meter_profile& m, MeterWord& word, uint64_t now_ns,
-                                   const uint64_t* costs, uint32_t n, sl_colour* colours,
-                                   Sharing s = Sharing::shared) {
-  return detail::update_meter(word, s, [&](const sl_meter_state& st, sl_meter_state* next) {
+namespace detail {
+// A meter burst: each packet decided on the state the one before left (decide is
+// sl_srtcm_decide or sl_trtcm_decide), colours[i] set, the green ones in the mask.
+template <class Decide>
+inline uint64_t meter_burst(MeterWord& word, Sharing s, const uint64_t* costs, uint32_t n,
+                            sl_colour* colours, Decide&& decide) {
+  return update_meter(word, s, [&](const sl_meter_state& st, sl_meter_state* next) {
     uint64_t green = 0;
     sl_meter_state cur = st;
     for (uint32_t i = 0; i < n; ++i) {
-      colours[i] = sl_srtcm_decide(&m, &cur, now_ns, costs[i], next);
+      colours[i] = decide(&cur, costs[i], next);
       cur = *next;
-      if (colours[i] == SL_GREEN) green |= detail::burst_bit(i);
+      if (colours[i] == SL_GREEN) green |= burst_bit(i);
     }
     *next = cur;
     return green;
   });
 }
+}  // namespace detail
+
+// Meters: colours[i] is packet i's colour; the mask has the green ones.
+inline uint64_t srtcm_charge_burst(const sl_meter_profile& m, MeterWord& word, uint64_t now_ns,
+                                   const uint64_t* costs, uint32_t n, sl_colour* colours,
+                                   Sharing s = Sharing::shared) {
+  return detail::meter_burst(word, s, costs, n, colours,
+                             [&](const sl_meter_state* st, uint64_t cost, sl_meter_state* next) {
+                               return sl_srtcm_decide(&m, st, now_ns, cost, next);
+                             });
+}
 
 inline uint64_t trtcm_charge_burst(const sl_meter_profile& m, MeterWord& word, uint64_t now_ns,
                                    const uint64_t* costs, uint32_t n, sl_colour* colours,
                                    Sharing s = Sharing::shared) {
-  return detail::update_meter(word, s, [&](const sl_meter_state& st, sl_meter_state* next) {
-    uint64_t green = 0;
-    sl_meter_state cur = st;
-    for (uint32_t i = 0; i < n; ++i) {
-      colours[i] = sl_trtcm_decide(&m, &cur, now_ns, costs[i], next);
-      cur = *next;
-      if (colours[i] == SL_GREEN) green |= detail::burst_bit(i);
-    }
-    *next = cur;
-    return green;
-  });
+  return detail::meter_burst(word, s, costs, n, colours,
+                             [&](const sl_meter_state* st, uint64_t cost, sl_meter_state* next) {
+                               return sl_trtcm_decide(&m, st, now_ns, cost, next);
+                             });
 }
 
 inline MeterWord meter_load(MeterWord& word) { return detail::meter_read(word); }
