@@ -4,16 +4,17 @@
 // flows' bucket words (state_words = 1 or 2 per flow: 1 for token-bucket, gcra, leaky-bucket and
 // the windows, 2 for the srtcm/trtcm meters), so finding a flow reads one line and charging it
 // one more: a burst prefetches both for every packet before charging any (Pipeline). A flow has
-// two candidate sets picked independently from its hash (two-choice hashing): it is created in
-// whichever has more free slots, so it is almost always found in its first set, and only new
-// flows and the rare flow in its second set read a second tag line. All memory is allocated
+// two candidate sets picked independently from its hash: it is created in its first set while
+// that has two free slots, else in the emptier of the two (~2% of flows at full capacity end up
+// in their second set), so lookups almost always read just the prefetched first set; new flows
+// and flows in their second set read a second tag line. All memory is allocated
 // and written in the constructor, on transparent huge pages where the kernel allows (a
 // 1M-flow table on 4 KB pages costs a TLB miss per packet); nothing in the hot path allocates,
 // so a flood of new flows degrades to eviction / no_slot, never to more memory (SPEC §6).
 //
-// Memory: the table has kSlack = 2 slots per flow of capacity. With two choices among 8-way
-// sets at half load, both of a new flow's sets are full essentially never before the table
-// holds `capacity` flows. Per flow of capacity: 2 * (8 + 8 * state_words) bytes = 32 bytes
+// Memory: the table has kSlack = 2 slots per flow of capacity. With a second choice for the
+// overflow of 8-way sets at half load, both of a new flow's sets are full essentially never
+// before the table holds `capacity` flows. Per flow of capacity: 2 * (8 + 8 * state_words) bytes = 32 bytes
 // (one state word) or 48 bytes (meters).
 //
 // Tag word: bit 63 pending | 39-bit fingerprint (bits 62..24) | 24-bit last-seen tick (23..0).
