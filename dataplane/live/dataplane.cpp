@@ -235,13 +235,17 @@ void Dataplane::stop() {
   for (unsigned lcore : launched_) rte_eal_wait_lcore(lcore);  // join
   // The workers' last sends may still sit in drivers that free sent mbufs only on a later TX
   // call (net_af_xdp: ~the last burst, from its completion ring). The TX queues are ours now:
-  // offer them empty bursts until the pool stops filling up (before stopping: a stopped port's
-  // burst functions are dummies).
-  for (int round = 0; round < 100; ++round) {
-    const unsigned before = pool_.in_use();
+  // offer them empty bursts until only what the drivers keep is out (before stopping: a
+  // stopped port's burst functions are dummies). The kernel completes an AF_XDP send
+  // asynchronously, so "no progress this round" is no proof: keep asking for up to ~20 ms,
+  // and stop early only at the floor or after 2 ms without progress.
+  unsigned last = pool_.in_use(), idle_rounds = 0;
+  for (int round = 0; round < 200 && last > mbufs_kept_ && idle_rounds < 20; ++round) {
     for (Port& p : ports_) p.reclaim_tx();
-    if (pool_.in_use() >= before) break;
-    rte_delay_us_sleep(100);
+    const unsigned now = pool_.in_use();
+    idle_rounds = now < last ? 0 : idle_rounds + 1;
+    last = now;
+    if (last > mbufs_kept_) rte_delay_us_sleep(100);
   }
   final_ports_.clear();
   final_port_reports_.clear();

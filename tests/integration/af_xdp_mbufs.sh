@@ -47,20 +47,7 @@ rules:
      algorithm: leaky-bucket, max-delay: 2s}
 EOF
 
-it_prefix PREFIX
-# shellcheck disable=SC2046
-it_spawn DP_PID "$IT_DIR/sluiced.out" "$IT_DIR/sluiced.err" \
-  ip netns exec "$NS_DP" "$SLUICED" -l 0,1 $(it_eal_common "$PREFIX") \
-  --vdev "net_af_xdp0,iface=$DP_IF" -- \
-  --config "$IT_DIR/rules.yaml" --report "$IT_DIR/report.json"
-if ! it_try_wait_for "$IT_DIR/sluiced.err" 'worker\(s\) running' 30 "$DP_PID"; then
-  cat "$IT_DIR/sluiced.err"
-  if grep -q 'Unable to parse device .net_af_xdp0' "$IT_DIR/sluiced.err"; then
-    it_skip "this DPDK has no net_af_xdp driver"
-  fi
-  it_fail "sluiced did not start on net_af_xdp"
-fi
-it_log "sluiced running on $DP_IF (net_af_xdp)"
+it_start_sluiced_af_xdp DP_PID "$NS_DP" "$DP_IF"
 
 it_rt_prefix RT
 send() {  # send DST_PORT PPS SECONDS

@@ -226,6 +226,30 @@ it_eal_common() {
   echo "--no-pci --no-huge -m 1024 --no-telemetry --file-prefix $1"
 }
 
+# it_start_sluiced_af_xdp VAR NS IFACE [SLUICED OPTIONS...]: sluiced on net_af_xdp over IFACE
+# inside NS, with $IT_DIR/rules.yaml and --report $IT_DIR/report.json (output in
+# $IT_DIR/sluiced.{out,err}); VAR gets its PID once its workers run. Skips when this DPDK has
+# no net_af_xdp driver, fails when sluiced does not start.
+it_start_sluiced_af_xdp() {
+  local var=$1 ns=$2 iface=$3 prefix
+  shift 3
+  it_prefix prefix
+  # shellcheck disable=SC2046
+  it_spawn "$var" "$IT_DIR/sluiced.out" "$IT_DIR/sluiced.err" \
+    ip netns exec "$ns" "$SLUICED" -l 0,1 $(it_eal_common "$prefix") \
+    --vdev "net_af_xdp0,iface=$iface" -- \
+    --config "$IT_DIR/rules.yaml" --report "$IT_DIR/report.json" "$@"
+  if ! it_try_wait_for "$IT_DIR/sluiced.err" 'worker\(s\) running' 30 "${!var}"; then
+    cat "$IT_DIR/sluiced.err"
+    # EAL's words when no driver of that name is loaded.
+    if grep -q 'Unable to parse device .net_af_xdp0' "$IT_DIR/sluiced.err"; then
+      it_skip "this DPDK has no net_af_xdp driver"
+    fi
+    it_fail "sluiced did not start on net_af_xdp"
+  fi
+  it_log "sluiced running on $iface (net_af_xdp)"
+}
+
 # it_last_port_rx FILE PORT: the rx count of PORT in the last counters table in FILE (the
 # "port N: rx X  tx Y  missed Z" lines sluiced prints with --stats-interval), or "" if none.
 it_last_port_rx() {
