@@ -250,8 +250,9 @@ void Dataplane::stop() {
   final_ports_.clear();
   final_port_reports_.clear();
   for (const Port& p : ports_) {
-    final_ports_.push_back(p.stats());
-    final_port_reports_.push_back({p.name(), p.driver(), p.errors()});
+    const Port::Reading r = p.read();
+    final_ports_.push_back(r.counters);
+    final_port_reports_.push_back({p.name(), p.driver(), r.errors});
   }
   for (Port& p : ports_) p.stop();
 }
@@ -263,7 +264,7 @@ CountersSnapshot Dataplane::snapshot() const {
   if (stopped_) {
     snap.ports = final_ports_;
   } else {
-    for (const Port& p : ports_) snap.ports.push_back(p.stats());
+    for (const Port& p : ports_) snap.ports.push_back(p.read().counters);
   }
   return snap;
 }
@@ -293,7 +294,7 @@ DataplaneReport Dataplane::report() const {
   if (stopped_) {
     r.ports = final_port_reports_;
   } else {
-    for (const Port& p : ports_) r.ports.push_back({p.name(), p.driver(), p.errors()});
+    for (const Port& p : ports_) r.ports.push_back({p.name(), p.driver(), p.read().errors});
   }
   r.mbufs = mbuf_account();
   return r;

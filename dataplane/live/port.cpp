@@ -125,28 +125,20 @@ void Port::reclaim_tx() {
   for (uint16_t q = 0; q < queues_; ++q) rte_eth_tx_burst(id_, q, none, 0);
 }
 
-PortErrors Port::errors() const {
-  PortErrors e;
-  e.port = id_;
+Port::Reading Port::read() const {
+  Reading r;
+  r.counters.port = r.errors.port = id_;
   rte_eth_stats st{};
-  if (rte_eth_stats_get(id_, &st) != 0) return e;
-  e.rx_nombuf = st.rx_nombuf;
-  e.rx_errors = st.ierrors;
-  e.tx_errors = st.oerrors;
-  return e;
-}
-
-PortSnapshot Port::stats() const {
-  PortSnapshot s;
-  s.port = id_;
-  rte_eth_stats st{};
-  if (rte_eth_stats_get(id_, &st) != 0) return s;
-  s.rx_packets = st.ipackets;
-  s.tx_packets = st.opackets;
-  s.missed_packets = st.imissed;
-  s.rx_bytes = st.ibytes;
-  s.tx_bytes = st.obytes;
-  return s;
+  if (rte_eth_stats_get(id_, &st) != 0) return r;
+  r.counters.rx_packets = st.ipackets;
+  r.counters.tx_packets = st.opackets;
+  r.counters.missed_packets = st.imissed;
+  r.counters.rx_bytes = st.ibytes;
+  r.counters.tx_bytes = st.obytes;
+  r.errors.rx_nombuf = st.rx_nombuf;
+  r.errors.rx_errors = st.ierrors;
+  r.errors.tx_errors = st.oerrors;
+  return r;
 }
 
 std::string Port::link_text() const {

@@ -61,11 +61,14 @@ class Port {
   // True when the driver keeps the mbufs it took at set-up until the pool is freed (see above).
   bool keeps_setup_mbufs() const;
 
-  // rte_eth_stats as SPEC §5 port counters (rx, tx, missed).
-  PortSnapshot stats() const;
-  // The rest of rte_eth_stats an operator needs: RX mbuf allocation failures (pool too small
-  // for what the device holds: see --mbufs), RX and TX errors.
-  PortErrors errors() const;
+  // One rte_eth_stats_get, as SPEC §5 port counters (rx, tx, missed) and the rest an operator
+  // needs: RX mbuf allocation failures (pool too small for what the device holds: see
+  // --mbufs), RX and TX errors. Zeros if the driver cannot say.
+  struct Reading {
+    PortSnapshot counters;
+    PortErrors errors;
+  };
+  Reading read() const;
   // Offers every TX queue an empty burst, so that drivers which free sent mbufs only on a later
   // TX call (net_af_xdp: from its completion ring) give them back now. Only while started (a
   // stopped port's burst functions are dummies) and only when no worker uses its TX queues.

@@ -134,10 +134,7 @@ void Worker::send(TxQueue& q, rte_mbuf** pkts, uint16_t n, rte_mbuf** dropped,
   uint16_t sent = 0;
   // Nothing older waiting: hand the burst to the device directly, and buffer only what it
   // refused. Otherwise go behind the waiting packets, so the queue keeps its order.
-  if (q.buffer.empty()) {
-    sent = rte_eth_tx_burst(q.where.port, q.where.queue, pkts, n);
-    if (sent != 0) bump(stats_.tx_packets, sent);
-  }
+  if (q.buffer.empty()) sent = transmit(q, pkts, n);
   uint64_t tx_full = 0;
   for (uint16_t i = sent; i < n; ++i) {
     if (!enqueue(q, pkts[i])) {
@@ -167,11 +164,14 @@ bool Worker::enqueue(TxQueue& q, rte_mbuf* m) {
   return q.buffer.push(m);
 }
 
-void Worker::flush(TxQueue& q) {
-  const size_t sent = q.buffer.flush([&](rte_mbuf** p, uint16_t n) {
-    return rte_eth_tx_burst(q.where.port, q.where.queue, p, n);
-  });
+uint16_t Worker::transmit(TxQueue& q, rte_mbuf** pkts, uint16_t n) {
+  const uint16_t sent = rte_eth_tx_burst(q.where.port, q.where.queue, pkts, n);
   if (sent != 0) bump(stats_.tx_packets, sent);
+  return sent;
+}
+
+void Worker::flush(TxQueue& q) {
+  q.buffer.flush([&](rte_mbuf** p, uint16_t n) { return transmit(q, p, n); });
 }
 
 void Worker::flush_tx() {

@@ -109,6 +109,8 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
   // Sends forwarded packets in order; the ones neither sent nor buffered go to dropped[].
   void send(TxQueue& q, rte_mbuf** pkts, uint16_t n, rte_mbuf** dropped, uint16_t& n_dropped);
   void flush(TxQueue& q);
+  // One rte_eth_tx_burst, counted; returns how many the device took.
+  uint16_t transmit(TxQueue& q, rte_mbuf** pkts, uint16_t n);
   void flush_tx();
   // After the loop: held packets were due later, so a stopped shaper drops them; unsent ones
   // get one last try if try_send (the ports are still started). Everything else is freed, so
