@@ -116,7 +116,6 @@ class FlowTable {
   uint64_t capacity() const { return capacity_; }
   size_t memory_bytes() const { return sizeof(*this) + nsets_ * stride_words_ * sizeof(uint64_t); }
   unsigned state_words() const { return state_words_; }
-  unsigned tick_shift() const { return tick_shift_; }
 
   // Introspection (tests, diagnostics). Slot i is way i % kWays of set i / kWays.
   size_t slot_count() const { return nsets_ * kWays; }

@@ -241,31 +241,35 @@ inline uint64_t gcra_charge_burst(const sl_rate_profile& p, std::atomic<uint64_t
   });
 }
 
+namespace detail {
+// A burst of one-word decisions that each read the word the one before left:
+// decide(cur, i, &next) -> conforms. Published once.
+template <class Decide>
+inline uint64_t word_burst(std::atomic<uint64_t>& word, Sharing s, uint32_t n, Decide&& decide) {
+  return update_word(word, s, [&](uint64_t cur, uint64_t* next) {
+    uint64_t mask = 0;
+    for (uint32_t i = 0; i < n; ++i)
+      if (decide(cur, i, &cur)) mask |= burst_bit(i);
+    *next = cur;
+    return mask;
+  });
+}
+}  // namespace detail
+
 // Shaper: delay_ns[i] is packet i's wait when its bit is set.
 inline uint64_t shaper_charge_burst(const sl_shaper_profile& sp, std::atomic<uint64_t>& word,
                                     uint64_t now_ns, const uint64_t* costs, uint32_t n,
                                     uint64_t* delay_ns, Sharing s = Sharing::shared) {
-  return detail::update_word(word, s, [&](uint64_t cur, uint64_t* next) {
-    uint64_t mask = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      if (sl_shaper_decide(&sp, cur, now_ns, costs[i], &cur, &delay_ns[i]))
-        mask |= detail::burst_bit(i);
-    }
-    *next = cur;
-    return mask;
+  return detail::word_burst(word, s, n, [&](uint64_t cur, uint32_t i, uint64_t* next) {
+    return sl_shaper_decide(&sp, cur, now_ns, costs[i], next, &delay_ns[i]);
   });
 }
 
 inline uint64_t fixed_window_charge_burst(const sl_window_profile& w, std::atomic<uint64_t>& word,
                                           uint64_t now_ns, const uint64_t* costs, uint32_t n,
                                           Sharing s = Sharing::shared) {
-  return detail::update_word(word, s, [&](uint64_t cur, uint64_t* next) {
-    uint64_t mask = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      if (sl_fixed_window_decide(&w, cur, now_ns, costs[i], &cur)) mask |= detail::burst_bit(i);
-    }
-    *next = cur;
-    return mask;
+  return detail::word_burst(word, s, n, [&](uint64_t cur, uint32_t i, uint64_t* next) {
+    return sl_fixed_window_decide(&w, cur, now_ns, costs[i], next);
   });
 }
 
@@ -273,13 +277,8 @@ inline uint64_t sliding_window_charge_burst(const sl_window_profile& w,
                                             std::atomic<uint64_t>& word, uint64_t now_ns,
                                             const uint64_t* costs, uint32_t n,
                                             Sharing s = Sharing::shared) {
-  return detail::update_word(word, s, [&](uint64_t cur, uint64_t* next) {
-    uint64_t mask = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      if (sl_sliding_window_decide(&w, cur, now_ns, costs[i], &cur)) mask |= detail::burst_bit(i);
-    }
-    *next = cur;
-    return mask;
+  return detail::word_burst(word, s, n, [&](uint64_t cur, uint32_t i, uint64_t* next) {
+    return sl_sliding_window_decide(&w, cur, now_ns, costs[i], next);
   });
 }
 
