@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
@@ -220,6 +221,16 @@ TEST(FlowTable, AtCapacityEveryFlowFindsASlot) {
   for (uint64_t i = 0; i < cap; ++i) refused += put(t, mix(i ^ 0x5eed), 0).outcome != Outcome::created;
   EXPECT_LE(refused, cap / 100000) << "at most 0.001% refused";
   EXPECT_EQ(t.active(), cap - refused);
+  // And nearly all stay in their first set, the one a burst prefetches.
+  uint64_t in_second = 0;
+  for (uint64_t i = 0; i < cap; ++i) {
+    const uint64_t h = mix(i ^ 0x5eed);
+    if (ConstState s = t.find(h)) in_second += t.slot_of(s) / FlowTable::kWays != t.set_index(h);
+  }
+  std::printf("at capacity: %llu of %llu flows refused, %.2f%% in their second set\n",
+              static_cast<unsigned long long>(refused), static_cast<unsigned long long>(cap),
+              100.0 * double(in_second) / double(cap));
+  EXPECT_LT(in_second, cap * 5 / 100);
 }
 
 TEST(FlowTable, MinEvictIdleProtectsActiveFlows) {
