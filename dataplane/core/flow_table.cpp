@@ -144,8 +144,8 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
     //    prefetch only the first set, so a flow there costs one line per lookup and one in its
     //    second set two (dependent) lines. At full capacity ~2% of flows end up in their second
     //    set (flow_table_test prints it); always taking the emptier set would put about half of
-    //    them there, and always the first set (spilling only when it is full) refused ~10x more
-    //    flows than this rule does when tried.
+    //    them there, and always the first set (spilling only when it is full) refused far
+    //    more flows than this rule when both were tried.
     int stale = -1, lru = -1;
     int empty[2] = {-1, -1};
     unsigned empties[2] = {0, 0};
