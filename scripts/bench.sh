@@ -55,7 +55,8 @@ reps = {}
 benchmarks = json.load(open(sys.argv[1]))["benchmarks"]
 for b in sorted(benchmarks, key=lambda b: b["family_index"]):  # in registration order
     if b["run_type"] == "iteration":
-        name = b["run_name"].split("/")[0]
+        name = b["run_name"]  # "NAME/threads:N"; pipeline rows: "NAME/ARG/threads:N"
+        name = name.rsplit("/threads:", 1)[0] if name.startswith("pipeline") else name.split("/")[0]
         reps.setdefault(name, {}).setdefault(b["threads"], []).append(b)
 
 BLOCKING = {"mutex token-bucket", "mutex token-bucket, burst of 32"}
@@ -71,6 +72,9 @@ def summary(name, runs):
             "kept": f"{len(kept)}/{len(runs)}"}
 
 rows = {name: {t: summary(name, r) for t, r in by.items()} for name, by in reps.items()}
+# core_pipeline.cpp's rows are per packet of a whole burst pipeline, not per decision.
+pipeline = {name: by[1] for name, by in rows.items() if name.startswith("pipeline")}
+rows = {name: by for name, by in rows.items() if not name.startswith("pipeline")}
 
 print("| decision | ns/decision, 1 thread | Mdecisions/s, 1 thread "
       "| Mdecisions/s, 2 threads on one bucket | 2 threads / 1 | conforming, 1 / 2 threads "
@@ -139,6 +143,20 @@ counted = rows.get("token-bucket, inlined CAS loop", {}).get(2)
 if counted:
     print(f"- failed compare-and-swaps per decision (token-bucket, 2 threads on one bucket): "
           f"{counted['retries']:.3f}")
+
+if pipeline:
+    print()
+    print("Pipeline::process_burst, 1 thread (single writer), bursts of 32 64-byte UDP frames "
+          "from an in-memory trace (bench/core_pipeline.cpp; no DPDK, no I/O):")
+    print()
+    print("| rules (bench/dataplane/) | flows | ns/packet | Mpps | conforming |")
+    print("|---|--:|--:|--:|--:|")
+    for name, r in pipeline.items():
+        rules, _, flows = name.partition("/")
+        flows = flows.removeprefix("flows:")
+        shown = f"{int(flows):,}" if rules.endswith("per-flow") else "–"
+        print(f"| {rules.removeprefix('pipeline, ')} | {shown} | {1e9 / r['ips']:.1f} "
+              f"| {r['ips'] / 1e6:.1f} | {r['conform']:.0%} |")
 EOF
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "frame.hpp"
 #include "rules.hpp"
@@ -20,13 +21,117 @@ struct FlowKey {
   friend bool operator==(const FlowKey&, const FlowKey&) = default;
 };
 
-FlowKey make_flow_key(const ParsedFrame& pf, KeyMode mode, uint8_t prefix_len);
+// Random seed from the OS.
+uint64_t random_hash_seed();
+
+namespace detail {
+
+inline uint64_t load64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+inline uint32_t load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// An address of `bytes` bytes cut to its first `bits` bits, in wire order: `bits` is a
+// count from the first byte on the wire, which on a little-endian load is the low byte.
+inline uint64_t keep_prefix64(uint64_t word, unsigned bits) {
+  if (bits >= 64) return word;
+  if (bits == 0) return 0;
+  uint8_t mask[8] = {};
+  for (unsigned i = 0; i < 8; ++i) {
+    const unsigned keep = bits >= 8 * (i + 1) ? 8 : bits > 8 * i ? bits - 8 * i : 0;
+    mask[i] = uint8_t(0xff00u >> keep);
+  }
+  return word & load64(mask);
+}
+
+// The address words of one side: IPv4 in the low 32 bits of a, IPv6 in a and b.
+struct Addr {
+  uint64_t a = 0, b = 0;
+};
+
+inline Addr load_addr(const std::array<uint8_t, 16>& addr, uint8_t version) {
+  if (version == 6) return {load64(addr.data()), load64(addr.data() + 8)};
+  return {load32(addr.data()), 0};
+}
+
+inline Addr keep_prefix(Addr x, unsigned bits) {
+  return {keep_prefix64(x.a, bits), bits > 64 ? keep_prefix64(x.b, bits - 64) : 0};
+}
+
+inline uint64_t mix(uint64_t a, uint64_t b) {
+  unsigned __int128 r = (unsigned __int128)a * b;
+  return uint64_t(r) ^ uint64_t(r >> 64);
+}
+
+}  // namespace detail
+
+// Inline, as is the hash: both run once per packet, and inlined the key stays in registers.
+inline FlowKey make_flow_key(const ParsedFrame& pf, KeyMode mode, uint8_t prefix_len) {
+  FlowKey k;
+  const unsigned addr_bits = pf.ip_version == 6 ? 128 : 32;
+  uint64_t meta = uint64_t(mode) | uint64_t(pf.ip_version) << 8;
+  detail::Addr src, dst;
+  switch (mode) {
+    case KeyMode::none:
+      break;
+    case KeyMode::src_ip:
+      src = detail::load_addr(pf.src, pf.ip_version);
+      break;
+    case KeyMode::dst_ip:
+      dst = detail::load_addr(pf.dst, pf.ip_version);
+      break;
+    case KeyMode::src_prefix:
+    case KeyMode::dst_prefix: {
+      const unsigned bits = prefix_len > addr_bits ? addr_bits : prefix_len;
+      meta |= uint64_t(bits) << 16;
+      if (mode == KeyMode::src_prefix)
+        src = detail::keep_prefix(detail::load_addr(pf.src, pf.ip_version), bits);
+      else
+        dst = detail::keep_prefix(detail::load_addr(pf.dst, pf.ip_version), bits);
+      break;
+    }
+    case KeyMode::src_dst:
+    case KeyMode::five_tuple:
+      src = detail::load_addr(pf.src, pf.ip_version);
+      dst = detail::load_addr(pf.dst, pf.ip_version);
+      // Non-first fragments carry no ports (0 here): they are keyed by addresses and protocol.
+      if (mode == KeyMode::five_tuple)
+        meta |= uint64_t(pf.proto) << 24 | uint64_t(pf.src_port) << 32 |
+                uint64_t(pf.dst_port) << 48;
+      break;
+  }
+  k.w[0] = meta;
+  if (pf.ip_version == 6) {
+    k.w[1] = src.a, k.w[2] = src.b, k.w[3] = dst.a, k.w[4] = dst.b;
+  } else {
+    k.w[1] = src.a | dst.a << 32;
+  }
+  return k;
+}
 
 // 64-bit keyed hash of a flow key (a wyhash-style multiply-fold mix): two multiplies for an
 // IPv4 key, four for IPv6.
-uint64_t hash_flow_key(const FlowKey& key, uint64_t seed);
-
-// Random seed from the OS.
-uint64_t random_hash_seed();
+inline uint64_t hash_flow_key(const FlowKey& key, uint64_t seed) {
+  // Odd constants from wyhash; the seed enters every round.
+  constexpr uint64_t s0 = 0xa0761d6478bd642full, s1 = 0xe7037ed1a0b428dbull,
+                     s2 = 0x8ebc6af09c88c6e3ull;
+  // Both factors of every multiply carry the seed, so a sender who controls the key words
+  // still cannot predict either operand.
+  const uint64_t seed_b = seed << 29 | seed >> 35;
+  uint64_t h = detail::mix(key.w[0] ^ seed ^ s0, key.w[1] ^ seed_b ^ s1);
+  // IPv6 keys (version byte 6) carry three more words; IPv4 keys have them zero.
+  if (((key.w[0] >> 8) & 0xff) == 6) {
+    h = detail::mix(h ^ key.w[2] ^ s2, key.w[3] ^ seed_b ^ s1);
+    h = detail::mix(h ^ key.w[4] ^ s0, seed_b ^ s2);
+  }
+  return detail::mix(h ^ s2, seed ^ s0);
+}
 
 }  // namespace sluice

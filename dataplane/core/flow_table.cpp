@@ -108,11 +108,10 @@ FlowTable::~FlowTable() {
 
 const std::atomic<uint64_t>* FlowTable::find(uint64_t hash) const {
   const uint64_t fp = fp_bits(hash);
-  uint64_t word[kWays];
   const size_t first = set_of(hash), second = second_set_of(hash);
-  if (const int way = scan(first, fp, word); way >= 0) return state_of(first, unsigned(way));
+  if (const int way = scan(first, fp); way >= 0) return state_of(first, unsigned(way));
   if (second == first) return nullptr;
-  if (const int way = scan(second, fp, word); way >= 0) return state_of(second, unsigned(way));
+  if (const int way = scan(second, fp); way >= 0) return state_of(second, unsigned(way));
   return nullptr;
 }
 

@@ -24,7 +24,7 @@
 // per new flow) and unforceable.
 //
 // Concurrency: lock-free; any number of threads may call find_or_insert() and expire() at once.
-//  - Lookup of an existing flow is 8 acquire loads; when the tick changed (at most once a tick per
+//  - Lookup of an existing flow reads its tag line once (8 tags compared at a time); when the tick changed (at most once a tick per
 //    flow), one CAS moves the tick forward (a lost race only means someone else touched it).
 //  - A new flow claims a slot with one CAS on its tag word (empty/stale/victim -> PENDING|fp),
 //    lets init() set its state words, then publishes fp|tick with a release store.
@@ -50,6 +50,20 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+
+// The tag scan compares a set's 8 tags in SSE2 registers (x86-64 always has SSE2). Under
+// ThreadSanitizer it takes the per-word atomic loads instead, which TSan can follow.
+#if defined(__SANITIZE_THREAD__)
+#define SLUICE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SLUICE_TSAN 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__SSE2__) && !defined(SLUICE_TSAN)
+#define SLUICE_FLOW_TABLE_SSE2 1
+#include <emmintrin.h>
+#endif
 
 namespace sluice {
 
@@ -97,9 +111,11 @@ class FlowTable {
   // state words (one more line; two for meters), so that a burst can hash every packet first
   // and find_or_insert() later hits cache instead of waiting on memory.
   void prefetch(uint64_t hash) const {
+    // A set is 2 lines (one state word per flow) or 3 (two); the set base is 64-byte aligned.
     const char* set = reinterpret_cast<const char*>(set_at(set_of(hash)));
-    const size_t bytes = stride_words_ * sizeof(uint64_t);
-    for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(set + line, 1, 3);
+    __builtin_prefetch(set, 1, 3);
+    __builtin_prefetch(set + 64, 1, 3);
+    if (state_words_ == 2) __builtin_prefetch(set + 128, 1, 3);
   }
 
   // Visits at most max_slots slots from where the previous call stopped (wrapping), freeing the
@@ -148,16 +164,9 @@ class FlowTable {
   size_t second_set_of(uint64_t hash) const {
     return size_t((static_cast<unsigned __int128>(hash * 0xd6e8feb86659fd93ull) * nsets_) >> 64);
   }
-  // Branchless scan of one set's 8 tags for a published fingerprint: its way, or -1.
-  int scan(size_t set, uint64_t fp, uint64_t* word) const {
-    const std::atomic<uint64_t>* tag = tags(set);
-    unsigned hits = 0;
-    for (unsigned way = 0; way < kWays; ++way) {
-      word[way] = tag[way].load(std::memory_order_acquire);
-      hits |= unsigned((word[way] & ~kTickMask) == fp) << way;
-    }
-    return hits != 0 ? __builtin_ctz(hits) : -1;
-  }
+  // The first way of a set whose tag holds fingerprint bits fp (pending clear), or -1.
+  int scan(size_t set, uint64_t fp) const { return first_match(tags(set), fp); }
+  static int first_match(const std::atomic<uint64_t>* tag, uint64_t fp);
   std::atomic<uint64_t>* set_at(size_t set) const { return sets_ + set * stride_words_; }
   std::atomic<uint64_t>* tags(size_t set) const { return set_at(set); }
   std::atomic<uint64_t>* states(size_t set) const { return set_at(set) + kWays; }
@@ -166,17 +175,19 @@ class FlowTable {
   }
   static uint64_t fp_bits(uint64_t hash) { return tag_of(hash) << kTickBits; }
   // Moves a found flow's tick forward; skipped when unchanged (most packets of a busy flow).
-  void touch(std::atomic<uint64_t>& tag, uint64_t seen, uint32_t tick) const {
-    if ((seen & kTickMask) != tick) {
-      if (single_writer_) {
-        tag.store((seen & ~kTickMask) | tick, std::memory_order_relaxed);
-        return;
-      }
-      // A failed CAS means someone else touched or recycled the slot meanwhile: either way
-      // there is nothing left for us to do.
-      tag.compare_exchange_strong(seen, (seen & ~kTickMask) | tick, std::memory_order_relaxed,
-                                  std::memory_order_relaxed);
+  // The tag is read again here (the scan compared it in a vector register): if it no longer
+  // holds fp, the slot was recycled meanwhile and is not ours to touch.
+  void touch(std::atomic<uint64_t>& tag, uint64_t fp, uint32_t tick) const {
+    uint64_t seen = tag.load(std::memory_order_relaxed);
+    if ((seen & kTickMask) == tick || (seen & ~kTickMask) != fp) return;
+    if (single_writer_) {
+      tag.store(fp | tick, std::memory_order_relaxed);
+      return;
     }
+    // A failed CAS means someone else touched or recycled the slot meanwhile: either way
+    // there is nothing left for us to do.
+    tag.compare_exchange_strong(seen, fp | tick, std::memory_order_relaxed,
+                                std::memory_order_relaxed);
   }
   // Slow path: the flow was not in the set. Returns found (it appeared meanwhile), no_slot, or
   // created/evicted with the slot held as PENDING|fp for the caller to init and publish.
@@ -207,22 +218,48 @@ class FlowTable {
   alignas(64) std::atomic<uint64_t> cursor_{0};
 };
 
+inline int FlowTable::first_match(const std::atomic<uint64_t>* tag, uint64_t fp) {
+#ifdef SLUICE_FLOW_TABLE_SSE2
+  // Four 16-byte loads of the tag line; a way hits when (tag & ~tick) ^ fp is zero in both its
+  // 32-bit halves. Plain vector loads of words others write atomically, as DPDK's rte_hash
+  // compares its signatures: on x86 each aligned 8-byte half is read whole, and loads are not
+  // reordered with later loads, so this orders like the acquire loads of the scalar scan; the
+  // fence keeps the compiler from moving the caller's state reads above it.
+  const __m128i keep = _mm_set1_epi64x(static_cast<long long>(~kTickMask));
+  const __m128i want = _mm_set1_epi64x(static_cast<long long>(fp));
+  const __m128i zero = _mm_setzero_si128();
+  const auto* line = reinterpret_cast<const __m128i*>(tag);
+  auto zero_halves = [&](unsigned i) {
+    const __m128i x = _mm_xor_si128(_mm_and_si128(_mm_load_si128(line + i), keep), want);
+    return unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, zero)))) << (4 * i);
+  };
+  const unsigned halves = zero_halves(0) | zero_halves(1) | zero_halves(2) | zero_halves(3);
+  std::atomic_signal_fence(std::memory_order_acquire);
+  const unsigned hits = halves & (halves >> 1) & 0x5555u;  // bit 2w: both halves of way w
+  return hits != 0 ? int(__builtin_ctz(hits) >> 1) : -1;
+#else
+  unsigned hits = 0;  // branchless: which way holds a flow is random
+  for (unsigned way = 0; way < kWays; ++way)
+    hits |= unsigned((tag[way].load(std::memory_order_acquire) & ~kTickMask) == fp) << way;
+  return hits != 0 ? __builtin_ctz(hits) : -1;
+#endif
+}
+
 template <class Init>
 FlowTable::Lookup FlowTable::find_or_insert(uint64_t hash, uint64_t now_ns, Init&& init) {
   const uint64_t fp = fp_bits(hash);
   const uint32_t tick = tick_of(now_ns);
   // The first set holds nearly every flow: one line, compared without a branch per way (which
   // way holds a flow is random, so an early-exit loop would mispredict on most packets).
-  uint64_t word[kWays];
   const size_t first = set_of(hash);
-  if (const int way = scan(first, fp, word); way >= 0) {
-    touch(tags(first)[way], word[way], tick);
+  if (const int way = scan(first, fp); way >= 0) {
+    touch(tags(first)[way], fp, tick);
     return {state_of(first, unsigned(way)), Outcome::found};
   }
   const size_t second = second_set_of(hash);
   if (second != first) {
-    if (const int way = scan(second, fp, word); way >= 0) {
-      touch(tags(second)[way], word[way], tick);
+    if (const int way = scan(second, fp); way >= 0) {
+      touch(tags(second)[way], fp, tick);
       return {state_of(second, unsigned(way)), Outcome::found};
     }
   }

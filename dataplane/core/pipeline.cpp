@@ -144,6 +144,7 @@ struct Pipeline::Impl {
   std::vector<std::unique_ptr<CompiledRule>> compiled;
   uint64_t hash_seed = 0;
   uint64_t max_delay_ns = 0;
+  bool any_burstable = false;  // skip the burst grouping pass when no rule can use it
   std::atomic<size_t> expire_rule{0};
 
   explicit Impl(RuleSet r) : rules(std::move(r)), classifier(rules.rules) {}
@@ -267,7 +268,7 @@ struct Pipeline::Impl {
 
     // Charge the rule, then each parent; a refusal anywhere gives back what was taken
     // below it, so a refused packet charges nothing (SPEC §3 Hierarchy).
-    std::array<std::atomic<uint64_t>*, kMaxChain> charged{};
+    std::array<std::atomic<uint64_t>*, kMaxChain> charged;  // levels [0, level) set
     for (size_t level = 0; level < top.chain_len; ++level) {
       const size_t at = size_t(top.chain[level]);
       const CompiledRule& cr = *compiled[at];
@@ -378,6 +379,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const Pipeline
     cr.burstable = !cr.flows && cr.chain_len == 1 && !is_parent &&
                    (a == Algorithm::token_bucket || a == Algorithm::gcra ||
                     a == Algorithm::fixed_window || a == Algorithm::sliding_window);
+    impl->any_burstable = impl->any_burstable || cr.burstable;
   }
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
@@ -414,7 +416,7 @@ void Pipeline::process_burst(const Frame* frames, size_t n, uint16_t port, uint6
     for (size_t i = 0; i < m; ++i)
       impl_->classify(frames[done + i].data, frames[done + i].len, port,
                       cl[i]);
-    impl_->charge_burstable(cl, m, now_ns);
+    if (impl_->any_burstable) impl_->charge_burstable(cl, m, now_ns);
     for (size_t i = 0; i < m; ++i)
       verdicts[done + i] = impl_->finish(frames[done + i].data, cl[i], now_ns, counters);
   }

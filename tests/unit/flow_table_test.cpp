@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -114,6 +115,41 @@ TEST(FlowTable, InsertThenFind) {
   EXPECT_EQ(t.active(), 2u);
   EXPECT_EQ(t.find(111), a.state);
   EXPECT_EQ(t.find(333), nullptr);
+}
+
+// The lookup compares a whole set at a time (SSE2 on x86: each 64-bit tag as two 32-bit
+// halves): every fingerprint bit must count, in either half of the tag word, and a hit in
+// way w must return way w's state, for every w.
+TEST(FlowTable, LookupComparesEveryFingerprintBitInEveryWay) {
+  FlowTable t = one_set(8, kNever, 0);
+  std::vector<uint64_t> hashes;
+  for (uint64_t i = 0; i < 8; ++i) hashes.push_back(mix(i + 1000));
+  std::vector<ConstState> states;
+  for (uint64_t h : hashes) {
+    auto r = put(t, h, 5 * kTick);
+    ASSERT_EQ(r.outcome, Outcome::created);
+    states.push_back(r.state);
+  }
+  std::set<size_t> slots;
+  for (size_t w = 0; w < hashes.size(); ++w) {
+    EXPECT_EQ(t.find(hashes[w]), states[w]) << "flow " << w;
+    EXPECT_EQ(states[w][0].load(), hashes[w]) << "flow " << w << " reads its own state";
+    slots.insert(t.slot_of(states[w]));
+    // Flip each fingerprint bit: tag bits 24..31 (low half) and 32..62 (high half).
+    for (unsigned bit = 0; bit < FlowTable::kFingerprintBits; ++bit) {
+      const uint64_t other = hashes[w] ^ (uint64_t{1} << bit);
+      if (std::find(hashes.begin(), hashes.end(), other) != hashes.end()) continue;
+      EXPECT_EQ(t.find(other), nullptr) << "flow " << w << " fingerprint bit " << bit;
+    }
+  }
+  EXPECT_EQ(slots.size(), 8u) << "every way in use";
+  // Bits above the fingerprint pick the set only: in a one-set table they name the same flow.
+  EXPECT_EQ(t.find(hashes[3] ^ (uint64_t{1} << 50)), states[3]);
+  // A tick in the tag word is not part of the comparison.
+  auto again = put(t, hashes[5], 900 * kTick);
+  EXPECT_EQ(again.outcome, Outcome::found);
+  EXPECT_EQ(again.state, states[5]);
+  EXPECT_EQ(t.tick_at(t.slot_of(states[5])), t.tick_of(900 * kTick));
 }
 
 TEST(FlowTable, ReservedTagValuesAreRemapped) {
