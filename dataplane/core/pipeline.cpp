@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <type_traits>
 
 #include "classifier.hpp"
@@ -431,6 +432,24 @@ size_t Pipeline::expire_idle(uint64_t now_ns, size_t max_slots) {
     if (rs[i]->flows) return rs[i]->flows->expire(now_ns, max_slots);
   }
   return 0;
+}
+
+uint64_t Pipeline::expire_interval_ns(size_t max_slots, size_t callers) const {
+  // Calls per second the most demanding table needs; round-robin gives each keyed rule one
+  // call in `keyed`, and the callers share the work.
+  double keyed = 0, worst = 0;
+  for (const auto& cr : impl_->compiled) {
+    if (!cr->flows) continue;
+    keyed += 1;
+    const double period_ns =
+        std::clamp<double>(double(cr->rule->idle_timeout_ns) / kSweepFraction, 1e6, 1e10);
+    const double slots_per_call = double(std::max<size_t>(1, max_slots));
+    const double calls = std::ceil(double(cr->flows->slot_count()) / slots_per_call);
+    worst = std::max(worst, calls / period_ns);
+  }
+  if (keyed == 0) return kMaxExpireIntervalNs;
+  const double interval = double(std::max<size_t>(1, callers)) / (worst * keyed);
+  return uint64_t(std::clamp<double>(interval, kMinExpireIntervalNs, kMaxExpireIntervalNs));
 }
 
 CountersSnapshot Pipeline::snapshot(const std::vector<const WorkerCounters*>& workers) const {

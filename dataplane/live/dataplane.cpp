@@ -157,6 +157,10 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
     dp->ports_.push_back(std::move(port).value());
   }
 
+  const uint64_t expire_interval_ns =
+      config.expire_interval_ns != 0
+          ? config.expire_interval_ns
+          : pipeline.expire_interval_ns(config.expire_budget, lcores->size());
   // One shared epoch for every worker, so their now_ns are comparable (invariant TSC).
   const TscClock clock = TscClock::make(rte_get_tsc_hz(), rte_rdtsc(), monotonic_ns());
   for (size_t w = 0; w < lcores->size(); ++w) {
@@ -175,7 +179,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
     ws.slot_ns = slot_ns;
     ws.horizon_ns = max_delay_ns + slot_ns;
     ws.expire_budget = config.expire_budget;
-    ws.expire_interval_ns = config.expire_interval_ns;
+    ws.expire_interval_ns = expire_interval_ns;
     ws.clock = clock;
     auto worker = Worker::create(pipeline, std::move(ws), &dp->stop_);
     if (!worker) return worker.error();

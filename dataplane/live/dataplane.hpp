@@ -39,7 +39,7 @@ struct DataplaneConfig {
   size_t tx_buffer_capacity = 1024;  // per worker and TX queue
   size_t wheel_capacity = 8192;      // delayed packets per worker (if any rule shapes)
   size_t expire_budget = 64;         // flow slots per expire_idle() call (~1 us of work)
-  uint64_t expire_interval_ns = 10'000;
+  uint64_t expire_interval_ns = 0;   // per worker; 0: Pipeline::expire_interval_ns()
   unsigned mempool_cache = 256;
   // mbufs in the pool. 0: sized from the above (every descriptor ring, burst, TX buffer, the
   // wheel, the caches; ~8k for one port and one worker). Otherwise exactly this many, at least

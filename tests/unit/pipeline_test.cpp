@@ -259,6 +259,50 @@ rules:
   EXPECT_EQ(h.rule(0).active_flows, 0u);
 }
 
+// Workers call expire_idle(now, budget) this often: each table swept whole at least once per
+// idle-timeout / 8 (1 ms to 10 s), never more often than every 10 us or less than every 1 ms.
+TEST(Pipeline, ExpireIntervalSweepsEachTableWithinAnEighthOfItsTimeout) {
+  PipelineOptions o;
+  o.default_max_flows = 1'000'000;  // 2M slots: 31,250 calls of 64
+  Harness big(R"(
+rules:
+  - {name: f, key: 5-tuple, rate: 1pps, burst: 1}
+)", o);
+  ASSERT_TRUE(big.p);
+  // Default idle-timeout 60 s: a sweep per 7.5 s.
+  EXPECT_EQ(big.p->expire_interval_ns(64, 1), 7'500'000'000ull / 31'250);
+  EXPECT_EQ(big.p->expire_interval_ns(64, 2), 2 * 7'500'000'000ull / 31'250) << "2 workers share it";
+  EXPECT_EQ(big.p->expire_interval_ns(128, 1), 2 * 7'500'000'000ull / 31'250);
+
+  Harness two(R"(
+rules:
+  - {name: a, key: src-ip, rate: 1pps, burst: 1, max-flows: 1000000, idle-timeout: 80s}
+  - {name: b, key: dst-ip, rate: 1pps, burst: 1, max-flows: 10, idle-timeout: 1s}
+)");
+  ASSERT_TRUE(two.p);
+  // Round robin: rule a gets every other call, so calls come twice as often as a alone needs.
+  EXPECT_EQ(two.p->expire_interval_ns(64, 1), 10'000'000'000ull / 31'250 / 2);
+
+  Harness small(R"(
+rules:
+  - {name: f, key: src-ip, rate: 1pps, burst: 1, max-flows: 1000}
+)");
+  ASSERT_TRUE(small.p);
+  EXPECT_EQ(small.p->expire_interval_ns(64, 1), Pipeline::kMaxExpireIntervalNs);
+  Harness quick(R"(
+rules:
+  - {name: f, key: src-ip, rate: 1pps, burst: 1, idle-timeout: 1ms}
+)");
+  ASSERT_TRUE(quick.p);
+  EXPECT_EQ(quick.p->expire_interval_ns(64, 1), Pipeline::kMinExpireIntervalNs);
+  Harness none(R"(
+rules:
+  - {name: all, rate: 1pps, burst: 1}
+)");
+  ASSERT_TRUE(none.p);
+  EXPECT_EQ(none.p->expire_interval_ns(64, 1), Pipeline::kMaxExpireIntervalNs) << "nothing to sweep";
+}
+
 TEST(Pipeline, FloodOfNewFlowsStaysBounded) {
   Harness h(R"(
 rules:
