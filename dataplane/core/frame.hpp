@@ -32,7 +32,30 @@ struct ParsedFrame {
   std::array<uint8_t, 16> dst{};
   uint32_t frame_len = 0;
   const char* malformed_reason = nullptr;  // static string, set when malformed
+  // The exact-match fields above packed into one word (layout: namespace match_word), which
+  // the classifier compares against each rule with one mask: set by the parser, so the
+  // straight-line IPv4 path builds it from constants.
+  uint64_t match_word = 0;
 };
+
+// ParsedFrame::match_word. Bits 0-15 are left 0 for the classifier's ingress port.
+namespace match_word {
+inline constexpr unsigned kPortShift = 0;      // 16 bits: ingress port (classifier)
+inline constexpr unsigned kVlanShift = 16;     // 12 bits: outer VLAN id
+inline constexpr uint64_t kHasVlan = uint64_t{1} << 28;
+inline constexpr uint64_t kIsIp = uint64_t{1} << 29;
+inline constexpr uint64_t kHasPorts = uint64_t{1} << 30;
+inline constexpr unsigned kProtoShift = 32;    // 8 bits
+inline constexpr unsigned kDscpShift = 40;     // 6 bits
+inline constexpr unsigned kVersionShift = 48;  // 8 bits: 4 or 6
+// The word of a parsed frame's fields.
+inline uint64_t of(const ParsedFrame& pf) {
+  return uint64_t(pf.outer_vlan & 0xfff) << kVlanShift | (pf.vlan_count != 0 ? kHasVlan : 0) |
+         (pf.ip_version != 0 ? kIsIp : 0) | (pf.has_ports ? kHasPorts : 0) |
+         uint64_t(pf.proto) << kProtoShift | uint64_t(pf.dscp & 0x3f) << kDscpShift |
+         uint64_t(pf.ip_version) << kVersionShift;
+}
+}  // namespace match_word
 
 // Parses an Ethernet frame: Ethernet II, 802.1Q / 802.1ad (QinQ, at most two tags), IPv4
 // (IHL and total-length checks, fragments), IPv6 with a bounded walk over extension

@@ -207,6 +207,10 @@ bool parse_common_ipv4(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
   pf.dst_port = load_be16(data + l4 + 2);
   std::memcpy(pf.src.data(), ip + 12, 4);
   std::memcpy(pf.dst.data(), ip + 16, 4);
+  pf.match_word = match_word::kIsIp | match_word::kHasPorts |
+                  uint64_t{4} << match_word::kVersionShift |
+                  uint64_t(proto) << match_word::kProtoShift |
+                  uint64_t(pf.dscp) << match_word::kDscpShift;
   return true;
 }
 
@@ -222,6 +226,7 @@ void parse_frame_general(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
     pf.frame_len = len;
     pf.malformed_reason = reason;
   }
+  pf.match_word = match_word::of(pf);
 }
 
 void parse_frame_into(const uint8_t* data, uint32_t len, ParsedFrame& pf) {

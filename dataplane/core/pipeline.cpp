@@ -41,6 +41,9 @@ struct CompiledRule {
   // the same order and with the same results as one by one, since no other packet of the
   // burst touches that word.
   bool burstable = false;
+  // A policer (token-bucket / gcra / window) without a parent: one bucket to charge and
+  // nothing to refund, so finish() takes a short path for it.
+  bool lone_policer = false;
 
   uint64_t cost(uint32_t frame_len) const {
     return rule->cost_unit() == CostUnit::packets ? 1 : uint64_t(frame_len) + rule->overhead_bytes;
@@ -76,7 +79,7 @@ struct CompiledRule {
   }
 
   // Policers and windows: true if conforming (and charged).
-  bool police(std::atomic<uint64_t>& w, uint64_t now_ns, uint64_t c) const {
+  [[gnu::always_inline]] bool police(std::atomic<uint64_t>& w, uint64_t now_ns, uint64_t c) const {
     switch (rule->algorithm) {
       case Algorithm::token_bucket: return token_bucket_charge(rate, w, now_ns, c, sharing);
       case Algorithm::gcra: return gcra_charge(rate, w, now_ns, c, sharing);
@@ -267,6 +270,18 @@ struct Pipeline::Impl {
       return {Verdict::Kind::forward, now_ns};
     }
 
+    if (top.lone_policer) {
+      std::atomic<uint64_t>* w = state_for(top, cl.flow_hash, now_ns);
+      if (w != nullptr && top.police(*w, now_ns, top.cost(len))) {
+        c.add(Outcome::conformed, len);
+        c.add(Outcome::passed, len);
+        return {Verdict::Kind::forward, now_ns};
+      }
+      c.add(Outcome::exceeded, len);
+      const Rule& r = *top.rule;
+      return act(w == nullptr ? r.overflow.value_or(r.action) : r.action, c, frame, pf, now_ns);
+    }
+
     // Charge the rule, then each parent; a refusal anywhere gives back what was taken
     // below it, so a refused packet charges nothing (SPEC §3 Hierarchy).
     std::array<std::atomic<uint64_t>*, kMaxChain> charged;  // levels [0, level) set
@@ -381,6 +396,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const Pipeline
                    (a == Algorithm::token_bucket || a == Algorithm::gcra ||
                     a == Algorithm::fixed_window || a == Algorithm::sliding_window);
     impl->any_burstable = impl->any_burstable || cr.burstable;
+    cr.lone_policer = cr.chain_len == 1 && (a == Algorithm::token_bucket || a == Algorithm::gcra ||
+                                            a == Algorithm::fixed_window ||
+                                            a == Algorithm::sliding_window);
   }
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }

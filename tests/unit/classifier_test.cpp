@@ -1,5 +1,9 @@
 // First-match classification over every match field (SPEC §2).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+
+#include <random>
+#include <string>
 
 #include "classifier.hpp"
 #include "frame.hpp"
@@ -71,15 +75,83 @@ rules:
   EXPECT_EQ(classify(c, PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").udp(1, 2).build()), 0);
 }
 
-TEST(Classifier, CidrEdges) {
-  Cidr c;
-  c.family = 4;
-  c.addr = {10, 1, 128, 0};
-  c.prefix_len = 17;
-  std::array<uint8_t, 16> a{10, 1, 200, 1}, b{10, 1, 127, 255}, z{};
-  EXPECT_TRUE(cidr_contains(c, 4, a));
-  EXPECT_FALSE(cidr_contains(c, 4, b));
-  EXPECT_FALSE(cidr_contains(c, 6, a));
-  c.prefix_len = 0;
-  EXPECT_TRUE(cidr_contains(c, 4, z));
+// The reference for prefixes: byte by byte, as the rules file states them.
+bool cidr_contains(const Cidr& c, uint8_t ip_version, const std::array<uint8_t, 16>& addr) {
+  if (c.family != ip_version) return false;
+  unsigned full = c.prefix_len / 8, rest = c.prefix_len % 8;
+  for (unsigned i = 0; i < full; ++i)
+    if (c.addr[i] != addr[i]) return false;
+  if (rest == 0) return true;
+  uint8_t mask = uint8_t(0xff00u >> rest);
+  return (c.addr[full] & mask) == (addr[full] & mask);
+}
+
+std::string address_text(const std::array<uint8_t, 16>& a, uint8_t family) {
+  char buf[64];
+  inet_ntop(family == 4 ? AF_INET : AF_INET6, a.data(), buf, sizeof buf);
+  return buf;
+}
+
+// The classifier compares prefixes as masked 64-bit words: it must agree with the byte-wise
+// reference at every prefix length, for addresses on both sides of the prefix boundary, for
+// source and destination alike.
+TEST(Classifier, PrefixesMatchTheByteWiseReferenceAtEveryLength) {
+  std::mt19937_64 rng(42);
+  size_t matched = 0, refused = 0;
+  for (uint8_t family : {uint8_t{4}, uint8_t{6}}) {
+    const unsigned max_len = family == 4 ? 32 : 128;
+    for (unsigned len = 0; len <= max_len; ++len) {
+      for (int trial = 0; trial < 8; ++trial) {
+        Cidr net;
+        net.family = family;
+        net.prefix_len = uint8_t(len);
+        for (unsigned i = 0; i < (family == 4 ? 4u : 16u); ++i) net.addr[i] = uint8_t(rng());
+        // An address inside the network, then one bit flipped at a random position (inside
+        // the prefix: outside the network; after it: still inside).
+        std::array<uint8_t, 16> addr = net.addr;
+        const unsigned flip = unsigned(rng() % max_len);
+        addr[flip / 8] ^= uint8_t(0x80u >> (flip % 8));
+        // The rules file holds the network masked to its prefix, as the loader keeps it.
+        std::array<uint8_t, 16> masked{};
+        for (unsigned b = 0; b < len; ++b) masked[b / 8] |= net.addr[b / 8] & (0x80u >> (b % 8));
+        net.addr = masked;
+        const std::string cidr = address_text(net.addr, family) + "/" + std::to_string(len);
+        for (bool on_source : {true, false}) {
+          RuleSet rs = load(std::string("rules:\n  - {name: n, match: {") +
+                            (on_source ? "src" : "dst") + ": \"" + cidr +
+                            "\"}, rate: 10pps, burst: 1}\n");
+          ASSERT_EQ(rs.rules.size(), 1u) << cidr;
+          Classifier c(rs.rules);
+          const std::string a = address_text(addr, family);
+          const std::string other = family == 4 ? "192.0.2.1" : "2001:db8::1";
+          PacketBuilder pb;
+          if (family == 4) pb.ipv4(on_source ? a : other, on_source ? other : a);
+          else pb.ipv6(on_source ? a : other, on_source ? other : a);
+          const bool expected = cidr_contains(net, family, addr);
+          EXPECT_EQ(classify(c, pb.udp(1, 2).build()), expected ? 0 : -1)
+              << (on_source ? "src " : "dst ") << cidr << " vs " << a;
+          (expected ? matched : refused) += 1;
+        }
+      }
+    }
+  }
+  EXPECT_GT(matched, 500u);
+  EXPECT_GT(refused, 500u);
+}
+
+// The hot path parses into reused burst entries without clearing them: an IPv4 frame's
+// address array may hold an earlier IPv6 frame's bytes after its first four.
+TEST(Classifier, IPv4PrefixesIgnoreTheRestOfTheAddressArray) {
+  RuleSet rs = load(R"(
+rules:
+  - {name: net, match: {src: 10.1.128.0/17}, rate: 10pps, burst: 1}
+  - {name: all, match: {src: 0.0.0.0/0}, rate: 10pps, burst: 1}
+)");
+  Classifier c(rs.rules);
+  auto frame = PacketBuilder().ipv4("10.1.200.1", "2.2.2.2").udp(1, 2).build();
+  ParsedFrame pf = parse_frame(frame.data(), uint32_t(frame.size()));
+  for (size_t i = 4; i < 16; ++i) pf.src[i] = 0xa5;
+  EXPECT_EQ(c.classify(pf, 0), 0);
+  pf.src[2] = 127;  // 10.1.127.x: outside the /17
+  EXPECT_EQ(c.classify(pf, 0), 1);
 }

@@ -285,6 +285,8 @@ void expect_same_parse(const ParsedFrame& a, const ParsedFrame& b, const std::st
   EXPECT_EQ(a.dst, b.dst) << what;
   EXPECT_EQ(a.frame_len, b.frame_len) << what;
   EXPECT_EQ(a.malformed_reason == nullptr, b.malformed_reason == nullptr) << what;
+  EXPECT_EQ(a.match_word, b.match_word) << what;
+  EXPECT_EQ(a.match_word, match_word::of(a)) << what << ": match word of the fields";
 }
 
 // parse_frame_into() takes a straight-line path for plain IPv4 TCP/UDP frames; it must agree
