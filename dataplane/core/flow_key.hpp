@@ -72,41 +72,36 @@ inline uint64_t mix(uint64_t a, uint64_t b) {
 
 }  // namespace detail
 
-// Inline, as is the hash: both run once per packet, and inlined the key stays in registers.
-inline FlowKey make_flow_key(const ParsedFrame& pf, KeyMode mode, uint8_t prefix_len) {
+// The key of one mode (a template, so a caller that knows its rule's mode gets the switch
+// folded away). Inline, as is the hash: both run once per packet, and inlined the key stays
+// in registers.
+template <KeyMode mode>
+inline FlowKey flow_key_of(const ParsedFrame& pf, uint8_t prefix_len) {
   FlowKey k;
   const unsigned addr_bits = pf.ip_version == 6 ? 128 : 32;
   uint64_t meta = uint64_t(mode) | uint64_t(pf.ip_version) << 8;
   detail::Addr src, dst;
-  switch (mode) {
-    case KeyMode::none:
-      break;
-    case KeyMode::src_ip:
-      src = detail::load_addr(pf.src, pf.ip_version);
-      break;
-    case KeyMode::dst_ip:
-      dst = detail::load_addr(pf.dst, pf.ip_version);
-      break;
-    case KeyMode::src_prefix:
-    case KeyMode::dst_prefix: {
-      const unsigned bits = prefix_len > addr_bits ? addr_bits : prefix_len;
-      meta |= uint64_t(bits) << 16;
-      if (mode == KeyMode::src_prefix)
-        src = detail::keep_prefix(detail::load_addr(pf.src, pf.ip_version), bits);
-      else
-        dst = detail::keep_prefix(detail::load_addr(pf.dst, pf.ip_version), bits);
-      break;
-    }
-    case KeyMode::src_dst:
-    case KeyMode::five_tuple:
-      src = detail::load_addr(pf.src, pf.ip_version);
-      dst = detail::load_addr(pf.dst, pf.ip_version);
-      // Non-first fragments carry no ports (0 here): they are keyed by addresses and protocol.
-      if (mode == KeyMode::five_tuple)
-        meta |= uint64_t(pf.proto) << 24 | uint64_t(pf.src_port) << 32 |
-                uint64_t(pf.dst_port) << 48;
-      break;
+  if constexpr (mode == KeyMode::src_ip) {
+    src = detail::load_addr(pf.src, pf.ip_version);
+  } else if constexpr (mode == KeyMode::dst_ip) {
+    dst = detail::load_addr(pf.dst, pf.ip_version);
+  } else if constexpr (mode == KeyMode::src_prefix || mode == KeyMode::dst_prefix) {
+    const unsigned bits = prefix_len > addr_bits ? addr_bits : prefix_len;
+    meta |= uint64_t(bits) << 16;
+    if constexpr (mode == KeyMode::src_prefix)
+      src = detail::keep_prefix(detail::load_addr(pf.src, pf.ip_version), bits);
+    else
+      dst = detail::keep_prefix(detail::load_addr(pf.dst, pf.ip_version), bits);
+  } else if constexpr (mode == KeyMode::src_dst || mode == KeyMode::five_tuple) {
+    src = detail::load_addr(pf.src, pf.ip_version);
+    dst = detail::load_addr(pf.dst, pf.ip_version);
+    // Non-first fragments carry no ports (0 here): they are keyed by addresses and protocol.
+    if constexpr (mode == KeyMode::five_tuple)
+      meta |= uint64_t(pf.proto) << 24 | uint64_t(pf.src_port) << 32 |
+              uint64_t(pf.dst_port) << 48;
   }
+  (void)addr_bits;
+  (void)prefix_len;
   k.w[0] = meta;
   if (pf.ip_version == 6) {
     k.w[1] = src.a, k.w[2] = src.b, k.w[3] = dst.a, k.w[4] = dst.b;
@@ -114,6 +109,19 @@ inline FlowKey make_flow_key(const ParsedFrame& pf, KeyMode mode, uint8_t prefix
     k.w[1] = src.a | dst.a << 32;
   }
   return k;
+}
+
+inline FlowKey make_flow_key(const ParsedFrame& pf, KeyMode mode, uint8_t prefix_len) {
+  switch (mode) {
+    case KeyMode::none: return flow_key_of<KeyMode::none>(pf, prefix_len);
+    case KeyMode::src_ip: return flow_key_of<KeyMode::src_ip>(pf, prefix_len);
+    case KeyMode::dst_ip: return flow_key_of<KeyMode::dst_ip>(pf, prefix_len);
+    case KeyMode::src_dst: return flow_key_of<KeyMode::src_dst>(pf, prefix_len);
+    case KeyMode::five_tuple: return flow_key_of<KeyMode::five_tuple>(pf, prefix_len);
+    case KeyMode::src_prefix: return flow_key_of<KeyMode::src_prefix>(pf, prefix_len);
+    case KeyMode::dst_prefix: return flow_key_of<KeyMode::dst_prefix>(pf, prefix_len);
+  }
+  return flow_key_of<KeyMode::none>(pf, prefix_len);
 }
 
 // 64-bit keyed hash of a flow key (a wyhash-style multiply-fold mix): two multiplies for an
@@ -132,6 +140,25 @@ inline uint64_t hash_flow_key(const FlowKey& key, uint64_t seed) {
     h = detail::mix(h ^ key.w[4] ^ s0, seed_b ^ s2);
   }
   return detail::mix(h ^ s2, seed ^ s0);
+}
+
+// A rule's flow hash in one call: FlowHashFn<mode> for the rule's mode (see flow_hash_fn).
+using FlowHashFn = uint64_t (*)(const ParsedFrame&, uint8_t prefix_len, uint64_t seed);
+template <KeyMode mode>
+uint64_t flow_hash_of(const ParsedFrame& pf, uint8_t prefix_len, uint64_t seed) {
+  return hash_flow_key(flow_key_of<mode>(pf, prefix_len), seed);
+}
+inline FlowHashFn flow_hash_fn(KeyMode mode) {
+  switch (mode) {
+    case KeyMode::none: return flow_hash_of<KeyMode::none>;
+    case KeyMode::src_ip: return flow_hash_of<KeyMode::src_ip>;
+    case KeyMode::dst_ip: return flow_hash_of<KeyMode::dst_ip>;
+    case KeyMode::src_dst: return flow_hash_of<KeyMode::src_dst>;
+    case KeyMode::five_tuple: return flow_hash_of<KeyMode::five_tuple>;
+    case KeyMode::src_prefix: return flow_hash_of<KeyMode::src_prefix>;
+    case KeyMode::dst_prefix: return flow_hash_of<KeyMode::dst_prefix>;
+  }
+  return flow_hash_of<KeyMode::none>;
 }
 
 }  // namespace sluice

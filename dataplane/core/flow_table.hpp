@@ -196,6 +196,10 @@ class FlowTable {
     std::atomic<uint64_t>* tag;  // the claimed slot's tag word (created/evicted)
   };
   Claim claim(size_t first, size_t second, uint64_t fp, uint32_t tick);
+  // find_or_insert() past its first set: the second set, then a claim.
+  template <class Init>
+  Lookup find_elsewhere_or_insert(size_t first, uint64_t hash, uint64_t fp, uint32_t tick,
+                                  Init& init);
   // Takes one unit of capacity if the table is below capacity.
   bool reserve();
   // Gives up a held claim: the slot becomes empty (any flow it held before is gone).
@@ -246,16 +250,27 @@ inline int FlowTable::first_match(const std::atomic<uint64_t>* tag, uint64_t fp)
 }
 
 template <class Init>
-FlowTable::Lookup FlowTable::find_or_insert(uint64_t hash, uint64_t now_ns, Init&& init) {
+[[gnu::always_inline]] inline FlowTable::Lookup FlowTable::find_or_insert(uint64_t hash,
+                                                                          uint64_t now_ns,
+                                                                          Init&& init) {
   const uint64_t fp = fp_bits(hash);
   const uint32_t tick = tick_of(now_ns);
   // The first set holds nearly every flow: one line, compared without a branch per way (which
-  // way holds a flow is random, so an early-exit loop would mispredict on most packets).
+  // way holds a flow is random, so an early-exit loop would mispredict on most packets). This
+  // part is inlined into the caller's per-packet loop; the rest is out of line.
   const size_t first = set_of(hash);
-  if (const int way = scan(first, fp); way >= 0) {
+  if (const int way = scan(first, fp); way >= 0) [[likely]] {
     touch(tags(first)[way], fp, tick);
     return {state_of(first, unsigned(way)), Outcome::found};
   }
+  return find_elsewhere_or_insert(first, hash, fp, tick, init);
+}
+
+template <class Init>
+[[gnu::noinline]] FlowTable::Lookup FlowTable::find_elsewhere_or_insert(size_t first,
+                                                                       uint64_t hash,
+                                                                       uint64_t fp, uint32_t tick,
+                                                                       Init& init) {
   const size_t second = second_set_of(hash);
   if (second != first) {
     if (const int way = scan(second, fp); way >= 0) {

@@ -29,6 +29,7 @@ struct CompiledRule {
   sl_meter_profile meter{};
   sl_window_profile window{};
   std::unique_ptr<FlowTable> flows;  // keyed rules; null for key: none
+  FlowHashFn hash_fn = nullptr;      // the key mode's hash, the mode's switch folded away
   // key: none - one aggregate bucket shared by every worker (16-aligned for meters). It
   // starts full at its first packet's time, which only then is known.
   alignas(64) std::atomic<uint64_t> aggregate[2] = {};
@@ -224,8 +225,7 @@ struct Pipeline::Impl {
   };
 
   uint64_t flow_hash(const CompiledRule& cr, const ParsedFrame& pf, size_t idx) const {
-    const Rule& r = *cr.rule;
-    return hash_flow_key(make_flow_key(pf, r.key, r.key_prefix_len), hash_seed + idx);
+    return cr.hash_fn(pf, cr.rule->key_prefix_len, hash_seed + idx);
   }
 
   void classify(const uint8_t* frame, uint32_t len, uint16_t port, Classified& c) const {
@@ -247,7 +247,8 @@ struct Pipeline::Impl {
     return finish(frame, c, now_ns, counters);
   }
 
-  Verdict finish(uint8_t* frame, const Classified& cl, uint64_t now_ns, WorkerCounters& counters) {
+  [[gnu::always_inline]] Verdict finish(uint8_t* frame, const Classified& cl, uint64_t now_ns,
+                                        WorkerCounters& counters) {
     const ParsedFrame& pf = cl.pf;
     const uint32_t len = pf.frame_len;
     int idx = cl.rule;
@@ -281,7 +282,16 @@ struct Pipeline::Impl {
       const Rule& r = *top.rule;
       return act(w == nullptr ? r.overflow.value_or(r.action) : r.action, c, frame, pf, now_ns);
     }
+    return charge_chain(frame, cl, top, c, now_ns);
+  }
 
+  // Meters, shapers and rules with parents: the general walk, kept out of line so that
+  // finish(), inlined into the burst loop, stays small for the common rules above.
+  [[gnu::noinline]] Verdict charge_chain(uint8_t* frame, const Classified& cl,
+                                         const CompiledRule& top, TrafficCounters& c,
+                                         uint64_t now_ns) {
+    const ParsedFrame& pf = cl.pf;
+    const uint32_t len = pf.frame_len;
     // Charge the rule, then each parent; a refusal anywhere gives back what was taken
     // below it, so a refused packet charges nothing (SPEC §3 Hierarchy).
     std::array<std::atomic<uint64_t>*, kMaxChain> charged;  // levels [0, level) set
@@ -364,6 +374,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const Pipeline
     auto cr = std::make_unique<CompiledRule>();
     cr->rule = &rs[i];
     cr->sharing = opts.single_writer ? Sharing::single_writer : Sharing::shared;
+    cr->hash_fn = flow_hash_fn(rs[i].key);
     if (Status s = compile_profile(*cr); !s)
       return make_error("rule \"" + rs[i].name + "\": " + s.error().message);
     if (opts.stale_read_tolerance_ns > kMaxDelayNs)
