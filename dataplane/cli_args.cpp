@@ -128,7 +128,8 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
     i = 0;
   }
   std::vector<std::string> ours(args.begin() + long(i), args.end());
-  auto opts = parse_options(ours, {"config", "control", "metrics", "report", "stats-interval", "flows", "mbufs"});
+  auto opts = parse_options(ours, {"config", "control", "metrics", "report", "stats-interval",
+                                   "flows", "mbufs", "burst"});
   if (!opts) return opts.error();
   if (opts->help) {
     cli.mode = RunMode::help;
@@ -160,6 +161,14 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
                         std::to_string(kMaxMbufs));
     cli.mbufs = *n;
   }
+  if (auto it = opts->values.find("burst"); it != opts->values.end()) {
+    auto n = parse_u64("burst", it->second);
+    if (!n) return n.error();
+    if (*n == 0 || *n > kMaxCliBurst)
+      return make_error("option '--burst': " + it->second + " is not between 1 and " +
+                        std::to_string(kMaxCliBurst));
+    cli.burst = uint16_t(*n);
+  }
   return cli;
 }
 
@@ -182,7 +191,7 @@ Result<CliArgs> parse_cli_args(int argc, const char* const* argv) {
 std::string usage_text(const std::string& program) {
   return "usage:\n"
          "  " + program + " [EAL args] -- --config RULES.yaml [--report REPORT.json]\n"
-         "          [--stats-interval S] [--flows N] [--mbufs N]\n"
+         "          [--stats-interval S] [--flows N] [--mbufs N] [--burst N]\n"
          "      the DPDK dataplane: forwards between port pairs 0<->1, 2<->3, ... (or back out\n"
          "      of the only port), one worker per lcore except the main one, until SIGINT or\n"
          "      SIGTERM; then prints the counters and writes --report. --stats-interval prints\n"
@@ -193,6 +202,9 @@ std::string usage_text(const std::string& program) {
          "      buffers, shaper and caches need, ~8k mbufs of ~2.3 KiB of EAL memory); give\n"
          "      more for devices that hold many (net_pcap infinite_rx=1 keeps the whole\n"
          "      trace). At least that need, at most " + std::to_string(kMaxMbufs) + ".\n"
+         "      --burst sets the packets per RX burst (1-64, default 32): a burst is classified\n"
+         "      and its flow-table lines fetched before any of it is charged, so larger bursts\n"
+         "      hide more memory latency with many flows, at some latency per packet.\n"
          "      EAL args e.g.: -l 0,1 --no-pci --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
          "  " + program + " --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml\n"
          "          [--hash-seed N] [--stats]\n"

@@ -31,7 +31,11 @@ struct CliArgs {
   uint64_t stats_interval_ms = 0;  // counters table on stdout this often (0 = never)
   uint64_t flows = 0;              // flow slots per keyed rule without max-flows (0 = default)
   uint64_t mbufs = 0;              // mbufs in the packet pool (0 = sized from the rings)
+  uint16_t burst = 0;              // packets per RX burst, 1..kMaxCliBurst (0 = default 32)
 };
+
+// The largest --burst: the pipeline decides at most this many packets at one clock reading.
+constexpr uint16_t kMaxCliBurst = 64;
 
 // The most mbufs --mbufs takes: a ring-backed mempool of n mbufs needs a ring of 2^k > n
 // slots, and rte_ring's largest is 2^30 (about 2.4 TB of mbufs at the default data room).

@@ -51,6 +51,7 @@ int run_live_mode(const sluice::CliArgs& args) {
   opts.stats_interval_ms = args.stats_interval_ms;
   opts.flows = args.flows;
   opts.mbufs = args.mbufs;
+  opts.burst = args.burst;
   sluice::LiveFailure failure = sluice::LiveFailure::runtime;
   if (sluice::Status s = sluice::run_live(opts, &failure); !s) {
     std::fprintf(stderr, "sluiced: %s\n", s.error().message.c_str());

@@ -3,7 +3,7 @@
 #
 #   scripts/bench_dataplane.sh [--flows "1000 100000 1000000"] [--repetitions N]
 #                              [--warmup S] [--duration S] [--no-two-workers]
-#                              [--breakdown] [--profile]
+#                              [--breakdown] [--profile] [--burst N]
 #
 # Every run: EAL on hugepages, `--vdev net_pcap0,rx_pcap=T.pcap,infinite_rx=1` (the whole
 # trace preloaded into mbufs and replayed in a loop) into `--vdev net_null1,no-rx=1`, port 0 ->
@@ -26,6 +26,8 @@
 # shows 1.0 unless something else took its CPU (then its Mpps are low for that reason).
 # --breakdown: sluiced at the largest F also with bench/dataplane/rules-no-rules.yaml (no
 # rule: fixed cost) and rules-aggregate.yaml (key: none: no flow table), 1 worker.
+# --burst N: packets per RX burst for both, sluiced --burst N and testpmd --burst=N (default
+# 32, both programs' default).
 # --profile: afterwards `perf record -e cpu-clock -g` on sluiced (1 worker) at the largest F
 # and the top of `perf report`.
 #
@@ -49,6 +51,7 @@ DURATION=5
 TWO_WORKERS=1
 BREAKDOWN=0
 PROFILE=0
+BURST=32
 MIN_PACKETS=131072
 RULES=bench/dataplane/rules.yaml
 TELEMETRY=${DPDK_TELEMETRY:-/usr/bin/dpdk-telemetry.py}
@@ -69,6 +72,7 @@ while [ $# -gt 0 ]; do
     --no-two-workers) TWO_WORKERS=0; shift ;;
     --breakdown) BREAKDOWN=1; shift ;;
     --profile) PROFILE=1; shift ;;
+    --burst) BURST=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench_dataplane: unknown argument '$1'" >&2; usage ;;
   esac
@@ -203,11 +207,12 @@ run() {
   case "$kind" in
     io|macswap)
       "$TESTPMD" "${eal[@]}" -- --no-flush-rx "--forward-mode=$kind" "--total-num-mbufs=$MBUFS" \
-        "--nb-cores=$w" "--rxq=$w" "--txq=$w" --stats-period=86400 </dev/null >"$out" 2>&1 &
+        "--nb-cores=$w" "--rxq=$w" "--txq=$w" "--burst=$BURST" --stats-period=86400 \
+        </dev/null >"$out" 2>&1 &
       ;;
     sluiced)
       "$SLUICED" "${eal[@]}" -- --config "$rules" --flows "$f" --mbufs "$MBUFS" \
-        --report "$report" </dev/null >"$out" 2>&1 &
+        --burst "$BURST" --report "$report" </dev/null >"$out" 2>&1 &
       ;;
   esac
   CHILD=$!
@@ -384,7 +389,7 @@ EOF
 
 cat <<EOF
 
-- command: \`$COMMAND\`, $REPS repetitions of ${DURATION} s after ${WARMUP} s warm-up
+- command: \`$COMMAND\`, $REPS repetitions of ${DURATION} s after ${WARMUP} s warm-up, bursts of $BURST
 - machine: $(nproc) CPUs, $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r), DPDK $(pkg-config --modversion libdpdk 2>/dev/null || echo '?')
 - date: $DATE; load average at start: $LOAD_START, at end: $LOAD_END
 - sluiced: $(git log -1 --format='%h %s' 2>/dev/null | cut -c1-80) (+ working tree)

@@ -110,6 +110,7 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   // Declared after the EAL and the pipeline, so destroyed before them.
   DataplaneConfig config;
   config.mbufs = opts.mbufs;
+  if (opts.burst != 0) config.burst = opts.burst;
   auto dp = Dataplane::create(**pipeline, config, failure);
   if (!dp) return dp.error();
   *failure = LiveFailure::runtime;

@@ -1,4 +1,4 @@
-// sluiced's live-mode options: --report, --stats-interval, --flows, --mbufs (parsing only).
+// sluiced's live-mode options: --report, --stats-interval, --flows, --mbufs, --burst (parsing only).
 #include <gtest/gtest.h>
 
 #include "cli_args.hpp"
@@ -28,6 +28,7 @@ TEST(LiveCli, ReportStatsIntervalAndFlows) {
   EXPECT_EQ(defaults->stats_interval_ms, 0u);
   EXPECT_EQ(defaults->flows, 0u);
   EXPECT_EQ(defaults->mbufs, 0u);
+  EXPECT_EQ(defaults->burst, 0u);
   auto eq = parse({"--", "--config=r.yaml", "--stats-interval=2"});
   ASSERT_TRUE(eq);
   EXPECT_EQ(eq->stats_interval_ms, 2000u);
@@ -51,6 +52,19 @@ TEST(LiveCli, MbufsTakesACountUpToTheLargestPool) {
   EXPECT_NE(usage_text("sluiced").find("--mbufs N"), std::string::npos);
 }
 
+TEST(LiveCli, BurstTakesOneToSixtyFour) {
+  for (uint16_t n : {uint16_t{1}, uint16_t{32}, uint16_t{64}}) {
+    auto a = parse({"--", "--config", "r.yaml", "--burst", std::to_string(n)});
+    ASSERT_TRUE(a) << a.error().message;
+    EXPECT_EQ(a->burst, n);
+  }
+  auto over = parse({"--", "--config", "r.yaml", "--burst", "65"});
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().message.find("'--burst': 65 is not between 1 and 64"), std::string::npos)
+      << over.error().message;
+  EXPECT_NE(usage_text("sluiced").find("--burst N"), std::string::npos);
+}
+
 TEST(LiveCli, RejectsBadValuesWithTheOptionName) {
   for (auto bad : std::vector<std::vector<std::string>>{
            {"--", "--config", "r", "--stats-interval", "0"},
@@ -66,6 +80,8 @@ TEST(LiveCli, RejectsBadValuesWithTheOptionName) {
            {"--", "--config", "r", "--mbufs", "1e6"},
            {"--", "--config", "r", "--mbufs", "99999999999"},
            {"--", "--config", "r", "--mbufs", "18446744073709551616"},
+           {"--", "--config", "r", "--burst", "0"},
+           {"--", "--config", "r", "--burst", "fast"},
            {"--", "--config", "r", "--report"},
        }) {
     auto a = parse(bad);
