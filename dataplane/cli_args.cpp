@@ -145,30 +145,22 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
     if (!ms) return ms.error();
     cli.stats_interval_ms = *ms;
   }
-  if (auto it = opts->values.find("flows"); it != opts->values.end()) {
-    auto n = parse_u64("flows", it->second);
+  // Counts given as --NAME N, each with its range.
+  auto count = [&](const char* name, uint64_t max, auto&& store) -> Status {
+    auto it = opts->values.find(name);
+    if (it == opts->values.end()) return Ok{};
+    auto n = parse_u64(name, it->second);
     if (!n) return n.error();
-    if (*n == 0 || *n > kMaxFlows)
-      return make_error("option '--flows': " + it->second + " is not between 1 and " +
-                        std::to_string(kMaxFlows));
-    cli.flows = *n;
-  }
-  if (auto it = opts->values.find("mbufs"); it != opts->values.end()) {
-    auto n = parse_u64("mbufs", it->second);
-    if (!n) return n.error();
-    if (*n == 0 || *n > kMaxMbufs)
-      return make_error("option '--mbufs': " + it->second + " is not between 1 and " +
-                        std::to_string(kMaxMbufs));
-    cli.mbufs = *n;
-  }
-  if (auto it = opts->values.find("burst"); it != opts->values.end()) {
-    auto n = parse_u64("burst", it->second);
-    if (!n) return n.error();
-    if (*n == 0 || *n > kMaxCliBurst)
-      return make_error("option '--burst': " + it->second + " is not between 1 and " +
-                        std::to_string(kMaxCliBurst));
-    cli.burst = uint16_t(*n);
-  }
+    if (*n == 0 || *n > max)
+      return make_error(std::string("option '--") + name + "': " + it->second +
+                        " is not between 1 and " + std::to_string(max));
+    store(*n);
+    return Ok{};
+  };
+  if (Status st = count("flows", kMaxFlows, [&](uint64_t n) { cli.flows = n; }); !st) return st.error();
+  if (Status st = count("mbufs", kMaxMbufs, [&](uint64_t n) { cli.mbufs = n; }); !st) return st.error();
+  if (Status st = count("burst", kMaxCliBurst, [&](uint64_t n) { cli.burst = uint16_t(n); }); !st)
+    return st.error();
   return cli;
 }
 

@@ -115,6 +115,12 @@ struct CompiledRule {
   }
 };
 
+// The algorithms CompiledRule::police() and police_burst() decide: a yes/no on one word.
+bool is_policer(Algorithm a) {
+  return a == Algorithm::token_bucket || a == Algorithm::gcra || a == Algorithm::fixed_window ||
+         a == Algorithm::sliding_window;
+}
+
 Status compile_profile(CompiledRule& cr) {
   const Rule& r = *cr.rule;
   auto take = [](auto result, auto& into) -> Status {
@@ -402,14 +408,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const Pipeline
     CompiledRule& cr = *impl->compiled[i];
     const bool is_parent = std::any_of(rs.begin(), rs.end(),
                                        [&](const Rule& r) { return r.parent_index == int(i); });
-    const Algorithm a = rs[i].algorithm;
-    cr.burstable = !cr.flows && cr.chain_len == 1 && !is_parent &&
-                   (a == Algorithm::token_bucket || a == Algorithm::gcra ||
-                    a == Algorithm::fixed_window || a == Algorithm::sliding_window);
+    cr.lone_policer = cr.chain_len == 1 && is_policer(rs[i].algorithm);
+    cr.burstable = cr.lone_policer && !cr.flows && !is_parent;
     impl->any_burstable = impl->any_burstable || cr.burstable;
-    cr.lone_policer = cr.chain_len == 1 && (a == Algorithm::token_bucket || a == Algorithm::gcra ||
-                                            a == Algorithm::fixed_window ||
-                                            a == Algorithm::sliding_window);
   }
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
