@@ -151,7 +151,10 @@ if pipeline:
     print()
     print("| rules (bench/dataplane/) | flows | ns/packet | Mpps | conforming |")
     print("|---|--:|--:|--:|--:|")
-    for name, r in pipeline.items():
+    def order(name):  # no rule, aggregate, then per-flow by flow count
+        rules, _, flows = name.partition("/")
+        return (rules.endswith("per-flow"), int(flows.removeprefix("flows:") or 0))
+    for name, r in sorted(pipeline.items(), key=lambda kv: order(kv[0])):
         rules, _, flows = name.partition("/")
         flows = flows.removeprefix("flows:")
         shown = f"{int(flows):,}" if rules.endswith("per-flow") else "–"
