@@ -251,25 +251,25 @@ void Dataplane::stop() {
     last = now;
     if (last > mbufs_kept_) rte_delay_us_sleep(100);
   }
-  final_ports_.clear();
-  final_port_reports_.clear();
-  for (const Port& p : ports_) {
-    const Port::Reading r = p.read();
-    final_ports_.push_back(r.counters);
-    final_port_reports_.push_back({p.name(), p.driver(), r.errors});
-  }
+  final_readings_ = read_ports();
   for (Port& p : ports_) p.stop();
+}
+
+std::vector<Dataplane::NamedReading> Dataplane::read_ports() const {
+  std::vector<NamedReading> v;
+  for (const Port& p : ports_) v.push_back({p.name(), p.driver(), p.read()});
+  return v;
+}
+
+std::vector<Dataplane::NamedReading> Dataplane::port_readings() const {
+  return stopped_ ? final_readings_ : read_ports();
 }
 
 CountersSnapshot Dataplane::snapshot() const {
   std::vector<const WorkerCounters*> counters;
   for (const auto& w : workers_) counters.push_back(&w->counters());
   CountersSnapshot snap = pipeline_.snapshot(counters);
-  if (stopped_) {
-    snap.ports = final_ports_;
-  } else {
-    for (const Port& p : ports_) snap.ports.push_back(p.read().counters);
-  }
+  for (const NamedReading& p : port_readings()) snap.ports.push_back(p.reading.counters);
   return snap;
 }
 
@@ -295,11 +295,8 @@ DataplaneReport Dataplane::report() const {
     r.workers.push_back({w->lcore(), w->stats()});
     r.totals += r.workers.back().stats;
   }
-  if (stopped_) {
-    r.ports = final_port_reports_;
-  } else {
-    for (const Port& p : ports_) r.ports.push_back({p.name(), p.driver(), p.read().errors});
-  }
+  for (const NamedReading& p : port_readings())
+    r.ports.push_back({p.name, p.driver, p.reading.errors});
   r.mbufs = mbuf_account();
   return r;
 }

@@ -130,8 +130,15 @@ class Dataplane {
   bool closed_ = false;
   unsigned mbufs_kept_ = 0;  // taken at set-up by ports whose driver keeps them (see Port)
   unsigned mbufs_leaked_ = 0;
-  std::vector<PortSnapshot> final_ports_;
-  std::vector<PortReport> final_port_reports_;
+  // Each port's name, driver and last reading: live until stop(), then frozen as stop() read
+  // them (the ports are closed later, and their counters go with them).
+  struct NamedReading {
+    std::string name, driver;
+    Port::Reading reading;
+  };
+  std::vector<NamedReading> read_ports() const;
+  std::vector<NamedReading> port_readings() const;
+  std::vector<NamedReading> final_readings_;
   // Polled by every worker each loop; written once. Own line: nothing else shares it.
   alignas(64) std::atomic<bool> stop_{false};
 };
