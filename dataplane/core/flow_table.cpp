@@ -154,7 +154,7 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
     for (unsigned i = 0; i < n; ++i) {
       const uint64_t t = tag_at(i).load(std::memory_order_acquire);
       if ((t & ~kTickMask) == fp) {
-        touch(tag_at(i), t, tick);
+        touch(tag_at(i), fp, tick);
         return {{state_at_way(i), Outcome::found}, nullptr};
       }
       if (t == pending) {
@@ -219,7 +219,7 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
         const uint64_t t = tag_at(j).load(std::memory_order_seq_cst);
         if ((t & ~kTickMask) == fp) {  // it got there first
           abandon(mine);
-          touch(tag_at(j), t, tick);
+          touch(tag_at(j), fp, tick);
           return {{state_at_way(j), Outcome::found}, nullptr};
         }
         if (t != pending) break;
