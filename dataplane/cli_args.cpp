@@ -157,8 +157,10 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
     store(*n);
     return Ok{};
   };
-  if (Status st = count("flows", kMaxFlows, [&](uint64_t n) { cli.flows = n; }); !st) return st.error();
-  if (Status st = count("mbufs", kMaxMbufs, [&](uint64_t n) { cli.mbufs = n; }); !st) return st.error();
+  if (Status st = count("flows", kMaxFlows, [&](uint64_t n) { cli.flows = n; }); !st)
+    return st.error();
+  if (Status st = count("mbufs", kMaxMbufs, [&](uint64_t n) { cli.mbufs = n; }); !st)
+    return st.error();
   if (Status st = count("burst", kMaxCliBurst, [&](uint64_t n) { cli.burst = uint16_t(n); }); !st)
     return st.error();
   return cli;

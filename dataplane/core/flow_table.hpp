@@ -24,8 +24,9 @@
 // per new flow) and unforceable.
 //
 // Concurrency: lock-free; any number of threads may call find_or_insert() and expire() at once.
-//  - Lookup of an existing flow reads its tag line once (8 tags compared at a time); when the tick changed (at most once a tick per
-//    flow), one CAS moves the tick forward (a lost race only means someone else touched it).
+//  - Lookup of an existing flow reads its tag line once (8 tags compared at a time); when the
+//    tick changed (at most once a tick per flow), one CAS moves the tick forward (a lost race
+//    only means someone else touched it).
 //  - A new flow claims a slot with one CAS on its tag word (empty/stale/victim -> PENDING|fp),
 //    lets init() set its state words, then publishes fp|tick with a release store.
 //  - No duplicates: after its CAS the claimer re-reads the other 15 candidate tags (both sets;

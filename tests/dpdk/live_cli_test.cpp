@@ -1,4 +1,5 @@
-// sluiced's live-mode options: --report, --stats-interval, --flows, --mbufs, --burst (parsing only).
+// sluiced's live-mode options (parsing only): --report, --stats-interval, --flows, --mbufs,
+// --burst.
 #include <gtest/gtest.h>
 
 #include "cli_args.hpp"
