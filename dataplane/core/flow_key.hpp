@@ -72,8 +72,8 @@ inline uint64_t mix(uint64_t a, uint64_t b) {
 
 }  // namespace detail
 
-// The key of one mode (a template, so a caller that knows its rule's mode gets the switch
-// folded away). Inline, as is the hash: both run once per packet, and inlined the key stays
+// The key of one mode (a template: each rule calls the instance for its mode, through
+// flow_hash_fn below, so no per-packet switch on the mode). Inline, as is the hash: both run once per packet, and inlined the key stays
 // in registers.
 template <KeyMode mode>
 inline FlowKey flow_key_of(const ParsedFrame& pf, uint8_t prefix_len) {
@@ -109,19 +109,6 @@ inline FlowKey flow_key_of(const ParsedFrame& pf, uint8_t prefix_len) {
     k.w[1] = src.a | dst.a << 32;
   }
   return k;
-}
-
-inline FlowKey make_flow_key(const ParsedFrame& pf, KeyMode mode, uint8_t prefix_len) {
-  switch (mode) {
-    case KeyMode::none: return flow_key_of<KeyMode::none>(pf, prefix_len);
-    case KeyMode::src_ip: return flow_key_of<KeyMode::src_ip>(pf, prefix_len);
-    case KeyMode::dst_ip: return flow_key_of<KeyMode::dst_ip>(pf, prefix_len);
-    case KeyMode::src_dst: return flow_key_of<KeyMode::src_dst>(pf, prefix_len);
-    case KeyMode::five_tuple: return flow_key_of<KeyMode::five_tuple>(pf, prefix_len);
-    case KeyMode::src_prefix: return flow_key_of<KeyMode::src_prefix>(pf, prefix_len);
-    case KeyMode::dst_prefix: return flow_key_of<KeyMode::dst_prefix>(pf, prefix_len);
-  }
-  return flow_key_of<KeyMode::none>(pf, prefix_len);
 }
 
 // 64-bit keyed hash of a flow key (a wyhash-style multiply-fold mix): two multiplies for an
