@@ -306,11 +306,12 @@ static inline void sl_srtcm_init(const struct sl_meter_profile *m, sl_u64 now_ns
  * srTCM, colour-blind, continuous refill (RFC 2697). Tokens fill the committed bucket
  * first; once it is full (at F = E_c + CBS_u) they overflow into the excess bucket, so
  * Te(t) = min(EBS_u, max(t, F) - E_e). Writes the new state to *next (== *st on red,
- * unless re-based).
+ * unless re-based). Every case; sl_srtcm_decide below is the same function, faster.
  */
-static inline enum sl_colour sl_srtcm_decide(const struct sl_meter_profile *m,
-                                             const struct sl_meter_state *st, sl_u64 now_ns,
-                                             sl_u64 cost, struct sl_meter_state *next) {
+static inline enum sl_colour sl_srtcm_decide_general(const struct sl_meter_profile *m,
+                                                     const struct sl_meter_state *st,
+                                                     sl_u64 now_ns, sl_u64 cost,
+                                                     struct sl_meter_state *next) {
   const struct sl_rate_profile *c = &m->committed;
   sl_u64 t = sl_time_u(c, now_ns);
   sl_s64 dc = sl_credit(t, st->e0);
@@ -343,6 +344,40 @@ static inline enum sl_colour sl_srtcm_decide(const struct sl_meter_profile *m,
     return SL_YELLOW;
   }
   return SL_RED;
+}
+
+/*
+ * srTCM: sl_srtcm_decide_general with the common case of a loaded meter taken first, so
+ * that a single-writer decision carries one addition per state word from one packet to the
+ * next instead of the general path's chain of minimums. The case: the clock did not step
+ * back and the committed bucket is not full at t (Tc = t - E_c), and the excess credit at
+ * the fill time, x = F - E_e, lies in [0, EBS_u]. Then a green charge moves E_c by I_c and
+ * with it F, and Te = x before and after the new fill time, so E_e moves by I_c too; a yellow
+ * charge leaves E_c and takes I_c from x. Both paths give the same words (a test checks).
+ */
+static inline enum sl_colour sl_srtcm_decide(const struct sl_meter_profile *m,
+                                             const struct sl_meter_state *st, sl_u64 now_ns,
+                                             sl_u64 cost, struct sl_meter_state *next) {
+  const struct sl_rate_profile *c = &m->committed;
+  sl_s64 dc = sl_credit(sl_time_u(c, now_ns), st->e0);
+  sl_s64 x = (sl_s64)(st->e0 + c->burst_u - st->e1);
+  if (dc >= sl_step_limit(c, 0) && dc < (sl_s64)c->burst_u && x >= 0 &&
+      x <= (sl_s64)m->excess_burst_u) {
+    sl_u64 ic = sl_cost_u(c, cost);
+    next->e0 = st->e0;
+    next->e1 = st->e1;
+    if (cost <= c->burst_tokens && dc >= sl_need(ic, c->burst_u)) {
+      next->e0 = st->e0 + ic;
+      next->e1 = st->e1 + ic;
+      return SL_GREEN;
+    }
+    if (cost <= m->excess_burst_tokens && x >= sl_need(ic, m->excess_burst_u)) {
+      next->e1 = st->e1 + ic;
+      return SL_YELLOW;
+    }
+    return SL_RED;
+  }
+  return sl_srtcm_decide_general(m, st, now_ns, cost, next);
 }
 
 static inline void sl_trtcm_init(const struct sl_meter_profile *m, sl_u64 now_ns,

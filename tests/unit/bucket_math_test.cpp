@@ -265,6 +265,63 @@ TEST(BucketMath, SrtcmColoursAndOverflow) {
   EXPECT_EQ(colours, (std::vector<int>{SL_GREEN, SL_GREEN, SL_YELLOW, SL_RED}));
 }
 
+// sl_srtcm_decide takes a short path when the committed bucket is not full; it must give the
+// very words and colour of sl_srtcm_decide_general in every case. Random walks over real
+// traffic (bursts at one instant, idle gaps that fill both buckets, stale and stepped-back
+// clocks, costs above either burst), plus arbitrary states near t that traffic rarely makes.
+TEST(BucketMath, SrtcmShortPathEqualsGeneral) {
+  struct Case {
+    Rate cir;
+    uint64_t cbs, ebs;
+  };
+  const Case cases[] = {{pps(1000), 2, 3},
+                        {bits_per_sec(1'000'000'000), 16384, 16384},
+                        {bits_per_sec(10'000'000), 3000, 6000},
+                        {bits_per_sec(400'000'000'000), 1'000'000, 1},
+                        {pps(1), 1, 100}};
+  std::mt19937_64 rng(2697);
+  uint64_t colours[3] = {}, committed_full = 0, committed_not_full = 0;
+  for (const Case& c : cases) {
+    auto m = make_srtcm_profile(c.cir, c.cbs, c.ebs);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    const uint64_t fill_ns = (m->committed.burst_u >> m->committed.time_shift) + 1;
+    const uint64_t max_cost = std::max(c.cbs, c.ebs) + 2;
+    uint64_t now = rng();
+    sl_meter_state st;
+    sl_srtcm_init(&*m, now, &st);
+    for (int i = 0; i < 200'000; ++i) {
+      switch (rng() % 16) {
+        case 0: now += rng() % (4 * fill_ns); break;       // idle: buckets fill
+        case 1: now -= rng() % (2 * fill_ns); break;       // stale read or step back
+        case 2: now += rng(); break;                       // anything, wrap included
+        case 3: {                                          // a state traffic rarely makes
+          const uint64_t t = sl_time_u(&m->committed, now);
+          st.e0 = t - (rng() % (3 * m->committed.burst_u + 3)) + m->committed.burst_u;
+          st.e1 = st.e0 + m->committed.burst_u - (rng() % (3 * m->excess_burst_u + 3)) +
+                  m->excess_burst_u;
+          break;
+        }
+        default: now += rng() % (fill_ns / 8 + 1); break;  // loaded: back to back
+      }
+      const uint64_t cost = rng() % 8 == 0 ? rng() % (2 * max_cost) : 1 + rng() % max_cost;
+      const sl_s64 dc = sl_credit(sl_time_u(&m->committed, now), st.e0);
+      ++(dc < sl_s64(m->committed.burst_u) ? committed_not_full : committed_full);
+      sl_meter_state fast{}, general{};
+      const sl_colour a = sl_srtcm_decide(&*m, &st, now, cost, &fast);
+      const sl_colour b = sl_srtcm_decide_general(&*m, &st, now, cost, &general);
+      ASSERT_EQ(a, b) << "case " << (&c - cases) << " step " << i;
+      ASSERT_EQ(fast.e0, general.e0) << "case " << (&c - cases) << " step " << i;
+      ASSERT_EQ(fast.e1, general.e1) << "case " << (&c - cases) << " step " << i;
+      ++colours[a];
+      st = fast;
+    }
+  }
+  // The walk reached every colour, and both sides of the short path's condition.
+  for (uint64_t n : colours) EXPECT_GT(n, 10'000u);
+  EXPECT_GT(committed_full, 10'000u);
+  EXPECT_GT(committed_not_full, 10'000u);
+}
+
 TEST(BucketMath, TrtcmPeakCheckedFirst) {
   auto m = make_trtcm_profile(pps(1000), 2, pps(2000), 4);
   ASSERT_TRUE(m.ok());
