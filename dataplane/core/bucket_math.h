@@ -109,10 +109,12 @@ struct sl_meter_profile {
   sl_u64 excess_burst_tokens;
 };
 
-/* Sixteen bytes of meter state: two empty-times, published with one 128-bit CAS. */
+/* Sixteen bytes of meter state, published with one 128-bit CAS (or, for an srtcm green
+ * charge that leaves e1 as it is, an 8-byte CAS of e0: see limiters.hpp). */
 struct sl_meter_state {
-  sl_u64 e0; /* committed bucket E */
-  sl_u64 e1; /* srtcm: excess E; trtcm: peak E */
+  sl_u64 e0; /* committed bucket E_c */
+  sl_u64 e1; /* srtcm: X = E_c + CBS_u - E_e, the excess credit at the committed bucket's
+              * fill time (a signed difference); trtcm: peak bucket E */
 };
 
 struct sl_window_profile {
@@ -297,26 +299,26 @@ static inline sl_u64 sl_shaper_refund(const struct sl_shaper_profile *s, sl_u64 
 
 static inline void sl_srtcm_init(const struct sl_meter_profile *m, sl_u64 now_ns,
                                  struct sl_meter_state *st) {
-  sl_u64 t = sl_time_u(&m->committed, now_ns);
-  st->e0 = t - m->committed.burst_u;
-  st->e1 = t - m->excess_burst_u;
+  st->e0 = sl_time_u(&m->committed, now_ns) - m->committed.burst_u;
+  st->e1 = m->excess_burst_u; /* both buckets full */
 }
 
 /*
- * srTCM, colour-blind, continuous refill (RFC 2697). Tokens fill the committed bucket
- * first; once it is full (at F = E_c + CBS_u) they overflow into the excess bucket, so
- * Te(t) = min(EBS_u, max(t, F) - E_e). Writes the new state to *next (== *st on red,
- * unless re-based). Every case; sl_srtcm_decide below is the same function, faster.
+ * srTCM, colour-blind, continuous refill (RFC 2697), on the two empty times: E_c of the
+ * committed bucket and E_e of the excess one. Tokens fill the committed bucket first; once it
+ * is full (at F = E_c + CBS_u) they overflow into the excess bucket, so
+ * Te(t) = min(EBS_u, max(t, F) - E_e). Writes the new empty times to *next (== *ee on red,
+ * unless re-based).
  */
-static inline enum sl_colour sl_srtcm_decide_general(const struct sl_meter_profile *m,
-                                                     const struct sl_meter_state *st,
-                                                     sl_u64 now_ns, sl_u64 cost,
-                                                     struct sl_meter_state *next) {
+static inline enum sl_colour sl_srtcm_decide_empty_times(const struct sl_meter_profile *m,
+                                                         const struct sl_meter_state *ee,
+                                                         sl_u64 now_ns, sl_u64 cost,
+                                                         struct sl_meter_state *next) {
   const struct sl_rate_profile *c = &m->committed;
   sl_u64 t = sl_time_u(c, now_ns);
-  sl_s64 dc = sl_credit(t, st->e0);
+  sl_s64 dc = sl_credit(t, ee->e0);
   sl_s64 tc, te, fill_ahead;
-  sl_u64 e0 = st->e0, e1 = st->e1, ic;
+  sl_u64 e0 = ee->e0, e1 = ee->e1, ic;
   if (dc < sl_step_limit(c, 0)) { /* clock stepped back: both buckets empty at t */
     e0 = t;
     e1 = t + c->burst_u;
@@ -346,33 +348,56 @@ static inline enum sl_colour sl_srtcm_decide_general(const struct sl_meter_profi
   return SL_RED;
 }
 
+/* srTCM on the stored state (E_c, X): every case, through the empty times. */
+static inline enum sl_colour sl_srtcm_decide_general(const struct sl_meter_profile *m,
+                                                     const struct sl_meter_state *st,
+                                                     sl_u64 now_ns, sl_u64 cost,
+                                                     struct sl_meter_state *next) {
+  const sl_u64 cbs = m->committed.burst_u;
+  struct sl_meter_state ee, out;
+  enum sl_colour colour;
+  ee.e0 = st->e0;
+  ee.e1 = st->e0 + cbs - st->e1;
+  colour = sl_srtcm_decide_empty_times(m, &ee, now_ns, cost, &out);
+  next->e0 = out.e0;
+  next->e1 = out.e0 + cbs - out.e1;
+  return colour;
+}
+
+/* Whether sl_srtcm_decide's short path applies to state st at now_ns: the clock did not step
+ * back, the committed bucket is not full at t (Tc = t - E_c), and X lies in [0, EBS_u]. */
+static inline int sl_srtcm_short_path(const struct sl_meter_profile *m,
+                                      const struct sl_meter_state *st, sl_u64 now_ns) {
+  const struct sl_rate_profile *c = &m->committed;
+  sl_s64 dc = sl_credit(sl_time_u(c, now_ns), st->e0);
+  sl_s64 x = (sl_s64)st->e1;
+  return dc >= sl_step_limit(c, 0) && dc < (sl_s64)c->burst_u && x >= 0 &&
+         x <= (sl_s64)m->excess_burst_u;
+}
+
 /*
- * srTCM: sl_srtcm_decide_general with the common case of a loaded meter taken first, so
- * that a single-writer decision carries one addition per state word from one packet to the
- * next instead of the general path's chain of minimums. The case: the clock did not step
- * back and the committed bucket is not full at t (Tc = t - E_c), and the excess credit at
- * the fill time, x = F - E_e, lies in [0, EBS_u]. Then a green charge moves E_c by I_c and
- * with it F, and Te = x before and after the new fill time, so E_e moves by I_c too; a yellow
- * charge leaves E_c and takes I_c from x. Both paths give the same words (a test checks).
+ * srTCM: sl_srtcm_decide_general with the common case of a loaded meter taken first (see
+ * sl_srtcm_short_path). There Te = X both before a charge and after the fill time it moves,
+ * so a green charge adds I_c to E_c and leaves X, and a yellow one takes I_c from X and
+ * leaves E_c: each colour changes one word by one addition, so a single-writer decision
+ * carries one addition from one packet to the next, and a shared green one publishes with an
+ * 8-byte CAS. Both paths give the same words (a test checks).
  */
 static inline enum sl_colour sl_srtcm_decide(const struct sl_meter_profile *m,
                                              const struct sl_meter_state *st, sl_u64 now_ns,
                                              sl_u64 cost, struct sl_meter_state *next) {
   const struct sl_rate_profile *c = &m->committed;
-  sl_s64 dc = sl_credit(sl_time_u(c, now_ns), st->e0);
-  sl_s64 x = (sl_s64)(st->e0 + c->burst_u - st->e1);
-  if (dc >= sl_step_limit(c, 0) && dc < (sl_s64)c->burst_u && x >= 0 &&
-      x <= (sl_s64)m->excess_burst_u) {
+  if (sl_srtcm_short_path(m, st, now_ns)) {
+    sl_s64 dc = sl_credit(sl_time_u(c, now_ns), st->e0);
     sl_u64 ic = sl_cost_u(c, cost);
     next->e0 = st->e0;
     next->e1 = st->e1;
     if (cost <= c->burst_tokens && dc >= sl_need(ic, c->burst_u)) {
       next->e0 = st->e0 + ic;
-      next->e1 = st->e1 + ic;
       return SL_GREEN;
     }
-    if (cost <= m->excess_burst_tokens && x >= sl_need(ic, m->excess_burst_u)) {
-      next->e1 = st->e1 + ic;
+    if (cost <= m->excess_burst_tokens && (sl_s64)st->e1 >= sl_need(ic, m->excess_burst_u)) {
+      next->e1 = st->e1 - ic;
       return SL_YELLOW;
     }
     return SL_RED;

@@ -194,11 +194,39 @@ inline void sliding_window_refund(const sl_window_profile& w, std::atomic<uint64
 }
 
 // Meters (128-bit CAS when shared).
+//
+// srtcm, shared: a green charge on the short path (sl_srtcm_short_path) publishes E_c alone
+// with an 8-byte CAS, which costs a fraction of a 16-byte one. That is exact: whether a packet
+// is green, and the new E_c, are functions of E_c, t and the cost only, and on the short path
+// a green charge leaves X as it is. So the CAS on E_c validates everything the decision read;
+// if another thread changed X meanwhile (a yellow charge, whose own 16-byte CAS saw this E_c),
+// the outcome is the two charges in the order yellow, then green, which gives the same X. (One
+// corner: a yellow charge of exactly EBS can leave X below 0 by the roundings of its cost and
+// of EBS, under two time units; the general path would clamp that to 0 on the next green, a
+// racing short-path green leaves it to the next general-path decision: only ever stricter.)
+// Every other change goes through the 16-byte CAS, which also catches a torn read of the pair.
 inline sl_colour srtcm_charge(const sl_meter_profile& m, MeterWord& word, uint64_t now_ns,
                               uint64_t cost, Sharing s = Sharing::shared) {
-  return detail::update_meter(word, s, [&](const sl_meter_state& st, sl_meter_state* next) {
-    return sl_srtcm_decide(&m, &st, now_ns, cost, next);
-  });
+  if (s == Sharing::single_writer)
+    return detail::update_meter(word, s, [&](const sl_meter_state& st, sl_meter_state* next) {
+      return sl_srtcm_decide(&m, &st, now_ns, cost, next);
+    });
+  MeterWord cur = detail::meter_read(word);
+  for (;;) {
+    const sl_meter_state st{cur.e0, cur.e1};
+    sl_meter_state next{};
+    const sl_colour colour = sl_srtcm_decide(&m, &st, now_ns, cost, &next);
+    if (next.e0 == cur.e0 && next.e1 == cur.e1) return colour;
+    if (colour == SL_GREEN && sl_srtcm_short_path(&m, &st, now_ns)) {
+      uint64_t e0 = cur.e0;
+      if (__atomic_compare_exchange_n(&word.e0, &e0, next.e0, /*weak=*/true, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED))
+        return colour;
+      cur = detail::meter_read(word);
+      continue;
+    }
+    if (detail::meter_cas(word, cur, MeterWord{next.e0, next.e1})) return colour;
+  }
 }
 
 inline sl_colour trtcm_charge(const sl_meter_profile& m, MeterWord& word, uint64_t now_ns,

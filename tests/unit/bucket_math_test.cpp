@@ -266,7 +266,8 @@ TEST(BucketMath, SrtcmColoursAndOverflow) {
 }
 
 // sl_srtcm_decide takes a short path when the committed bucket is not full; it must give the
-// very words and colour of sl_srtcm_decide_general in every case. Random walks over real
+// very words and colour of sl_srtcm_decide_general (RFC 2697 on the two empty times) in
+// every case. Random walks over real
 // traffic (bursts at one instant, idle gaps that fill both buckets, stale and stepped-back
 // clocks, costs above either burst), plus arbitrary states near t that traffic rarely makes.
 TEST(BucketMath, SrtcmShortPathEqualsGeneral) {
@@ -280,7 +281,7 @@ TEST(BucketMath, SrtcmShortPathEqualsGeneral) {
                         {bits_per_sec(400'000'000'000), 1'000'000, 1},
                         {pps(1), 1, 100}};
   std::mt19937_64 rng(2697);
-  uint64_t colours[3] = {}, committed_full = 0, committed_not_full = 0;
+  uint64_t colours[3] = {}, committed_full = 0, committed_not_full = 0, short_path = 0;
   for (const Case& c : cases) {
     auto m = make_srtcm_profile(c.cir, c.cbs, c.ebs);
     ASSERT_TRUE(m.ok()) << m.error().message;
@@ -297,8 +298,7 @@ TEST(BucketMath, SrtcmShortPathEqualsGeneral) {
         case 3: {                                          // a state traffic rarely makes
           const uint64_t t = sl_time_u(&m->committed, now);
           st.e0 = t - (rng() % (3 * m->committed.burst_u + 3)) + m->committed.burst_u;
-          st.e1 = st.e0 + m->committed.burst_u - (rng() % (3 * m->excess_burst_u + 3)) +
-                  m->excess_burst_u;
+          st.e1 = (rng() % (3 * m->excess_burst_u + 3)) - m->excess_burst_u - 1;  // X
           break;
         }
         default: now += rng() % (fill_ns / 8 + 1); break;  // loaded: back to back
@@ -306,6 +306,7 @@ TEST(BucketMath, SrtcmShortPathEqualsGeneral) {
       const uint64_t cost = rng() % 8 == 0 ? rng() % (2 * max_cost) : 1 + rng() % max_cost;
       const sl_s64 dc = sl_credit(sl_time_u(&m->committed, now), st.e0);
       ++(dc < sl_s64(m->committed.burst_u) ? committed_not_full : committed_full);
+      short_path += sl_srtcm_short_path(&*m, &st, now);
       sl_meter_state fast{}, general{};
       const sl_colour a = sl_srtcm_decide(&*m, &st, now, cost, &fast);
       const sl_colour b = sl_srtcm_decide_general(&*m, &st, now, cost, &general);
@@ -320,6 +321,8 @@ TEST(BucketMath, SrtcmShortPathEqualsGeneral) {
   for (uint64_t n : colours) EXPECT_GT(n, 10'000u);
   EXPECT_GT(committed_full, 10'000u);
   EXPECT_GT(committed_not_full, 10'000u);
+  EXPECT_GT(short_path, 10'000u);
+  EXPECT_GT(committed_full + committed_not_full - short_path, 10'000u);
 }
 
 TEST(BucketMath, TrtcmPeakCheckedFirst) {

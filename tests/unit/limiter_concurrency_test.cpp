@@ -150,6 +150,56 @@ TEST(LimiterConcurrency, MetersLoseNoUpdate) {
   EXPECT_EQ(colours[SL_RED].load(), uint64_t(kThreads) * 5000 - 700);
 }
 
+// srtcm's shared green charges publish E_c with an 8-byte CAS, its other changes with the
+// 16-byte one; with both in play on one meter nothing may be lost. Frozen clock: exactly CBS
+// green and EBS yellow, whatever the interleaving.
+TEST(LimiterConcurrency, SrtcmFrozenClockAdmitsExactlyBothBursts) {
+  auto m = make_srtcm_profile(pps(1000), 300, 400);
+  ASSERT_TRUE(m.ok());
+  MeterWord word{};
+  sl_meter_state st;
+  sl_srtcm_init(&*m, kSec, &st);
+  meter_store(word, MeterWord{st.e0, st.e1});
+  std::atomic<uint64_t> colours[3] = {};
+  run_threads([&](int) {
+    uint64_t local[3] = {};
+    for (int i = 0; i < 5000; ++i) local[srtcm_charge(*m, word, kSec, 1)]++;
+    for (int c = 0; c < 3; ++c) colours[c] += local[c];
+  });
+  EXPECT_EQ(colours[SL_GREEN].load(), 300u);
+  EXPECT_EQ(colours[SL_YELLOW].load(), 400u);
+  EXPECT_EQ(colours[SL_RED].load(), uint64_t(kThreads) * 5000 - 700);
+}
+
+// A running shared clock, offered load far above CIR: green stays within CBS + CIR*T and
+// reaches it (nothing stalls), green and yellow together within CBS + EBS + CIR*T.
+TEST(LimiterConcurrency, SrtcmUnderContentionStaysWithinItsBounds) {
+  const uint64_t cbs = 100, ebs = 200, rate = 1'000'000;  // 1 Mpps
+  auto m = make_srtcm_profile(pps(rate), cbs, ebs);
+  ASSERT_TRUE(m.ok());
+  SharedClock clock(5 * kSec);
+  const uint64_t start = clock.read();
+  MeterWord word{};
+  sl_meter_state st;
+  sl_srtcm_init(&*m, start, &st);
+  meter_store(word, MeterWord{st.e0, st.e1});
+  std::atomic<uint64_t> colours[3] = {};
+  run_threads([&](int idx) {
+    uint64_t local[3] = {};
+    for (int i = 0; i < 50000; ++i) {
+      if (idx == 0 && i % 4 == 0) clock.advance(500);  // ~0.5 packet per advance
+      local[srtcm_charge(*m, word, clock.read(), 1)]++;
+    }
+    for (int c = 0; c < 3; ++c) colours[c] += local[c];
+  });
+  const uint64_t refilled = (clock.read() - start) * rate / kSec;
+  const uint64_t green = colours[SL_GREEN].load(), yellow = colours[SL_YELLOW].load();
+  EXPECT_LE(green, cbs + refilled);
+  EXPECT_GE(green + 2, cbs + refilled);
+  EXPECT_LE(green + yellow, cbs + ebs + refilled);
+  EXPECT_GE(yellow, ebs);  // the excess bucket started full
+}
+
 TEST(LimiterConcurrency, ShaperDeparturesStayDistinctAndOrdered) {
   auto s = make_shaper_profile(pps(1'000'000), 1, 10 * kMs);
   ASSERT_TRUE(s.ok());

@@ -127,11 +127,14 @@ TEST(Limiters, RefundsRestoreTheCharge) {
 TEST(Limiters, SingleWriterDecidesAsShared) {
   auto p = make_rate_profile(bits_per_sec(10'000'000), 3000);
   auto m = make_trtcm_profile(bits_per_sec(10'000'000), 3000, bits_per_sec(20'000'000), 6000);
-  ASSERT_TRUE(p.ok() && m.ok());
+  auto sr = make_srtcm_profile(bits_per_sec(10'000'000), 3000, 6000);
+  ASSERT_TRUE(p.ok() && m.ok() && sr.ok());
   std::atomic<uint64_t> a{sl_tb_init(&*p, 0)}, b{sl_tb_init(&*p, 0)};
   sl_meter_state st;
   sl_trtcm_init(&*m, 0, &st);
   MeterWord ma{st.e0, st.e1}, mb{st.e0, st.e1};
+  sl_srtcm_init(&*sr, 0, &st);
+  MeterWord sa{st.e0, st.e1}, sb{st.e0, st.e1};  // shared: 8- and 16-byte CAS paths
   uint64_t t = 0, x = 1;
   for (int i = 0; i < 20000; ++i) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -141,8 +144,12 @@ TEST(Limiters, SingleWriterDecidesAsShared) {
               token_bucket_charge(*p, b, t, cost, Sharing::single_writer));
     ASSERT_EQ(trtcm_charge(*m, ma, t, cost, Sharing::shared),
               trtcm_charge(*m, mb, t, cost, Sharing::single_writer));
+    ASSERT_EQ(srtcm_charge(*sr, sa, t, cost, Sharing::shared),
+              srtcm_charge(*sr, sb, t, cost, Sharing::single_writer));
   }
   EXPECT_EQ(a.load(), b.load());
+  EXPECT_EQ(meter_load(sa).e0, meter_load(sb).e0);
+  EXPECT_EQ(meter_load(sa).e1, meter_load(sb).e1);
 }
 
 TEST(Limiters, MeterStateRoundTrips) {
