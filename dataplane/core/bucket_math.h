@@ -369,10 +369,10 @@ static inline enum sl_colour sl_srtcm_decide_general(const struct sl_meter_profi
 static inline int sl_srtcm_short_path(const struct sl_meter_profile *m,
                                       const struct sl_meter_state *st, sl_u64 now_ns) {
   const struct sl_rate_profile *c = &m->committed;
-  sl_s64 dc = sl_credit(sl_time_u(c, now_ns), st->e0);
-  sl_s64 x = (sl_s64)st->e1;
-  return dc >= sl_step_limit(c, 0) && dc < (sl_s64)c->burst_u && x >= 0 &&
-         x <= (sl_s64)m->excess_burst_u;
+  /* Two range checks as two unsigned compares: dc in [sl_step_limit, B_u) and X in
+   * [0, EBS_u] (B_u + stale_u < 2^62, so nothing wraps). */
+  sl_u64 dc_from_limit = sl_time_u(c, now_ns) - st->e0 + c->burst_u + c->stale_u;
+  return dc_from_limit < 2 * c->burst_u + c->stale_u && st->e1 <= m->excess_burst_u;
 }
 
 /*
