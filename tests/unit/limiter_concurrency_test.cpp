@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <iterator>
 #include <thread>
@@ -132,43 +133,38 @@ TEST(LimiterConcurrency, WindowsNeverExceedTheLimit) {
   EXPECT_EQ(b.load(), 777u);
 }
 
-TEST(LimiterConcurrency, MetersLoseNoUpdate) {
-  auto m = make_trtcm_profile(pps(1000), 300, pps(2000), 700);
-  ASSERT_TRUE(m.ok());
-  MeterWord word{};
-  sl_meter_state st;
-  sl_trtcm_init(&*m, kSec, &st);
-  meter_store(word, MeterWord{st.e0, st.e1});
+// Colours of `per_thread` charges on each of kThreads threads: charge(thread, i) -> colour.
+template <class Charge>
+std::array<uint64_t, 3> count_colours(int per_thread, Charge charge) {
   std::atomic<uint64_t> colours[3] = {};
-  run_threads([&](int) {
+  run_threads([&](int idx) {
     uint64_t local[3] = {};
-    for (int i = 0; i < 5000; ++i) local[trtcm_charge(*m, word, kSec, 1)]++;
+    for (int i = 0; i < per_thread; ++i) local[charge(idx, i)]++;
     for (int c = 0; c < 3; ++c) colours[c] += local[c];
   });
-  EXPECT_EQ(colours[SL_GREEN].load(), 300u);   // CBS
-  EXPECT_EQ(colours[SL_YELLOW].load(), 400u);  // PBS - CBS
-  EXPECT_EQ(colours[SL_RED].load(), uint64_t(kThreads) * 5000 - 700);
+  return {colours[0].load(), colours[1].load(), colours[2].load()};
 }
 
-// srtcm's shared green charges publish E_c with an 8-byte CAS, its other changes with the
-// 16-byte one; with both in play on one meter nothing may be lost. Frozen clock: exactly CBS
-// green and EBS yellow, whatever the interleaving.
-TEST(LimiterConcurrency, SrtcmFrozenClockAdmitsExactlyBothBursts) {
-  auto m = make_srtcm_profile(pps(1000), 300, 400);
-  ASSERT_TRUE(m.ok());
-  MeterWord word{};
-  sl_meter_state st;
-  sl_srtcm_init(&*m, kSec, &st);
-  meter_store(word, MeterWord{st.e0, st.e1});
-  std::atomic<uint64_t> colours[3] = {};
-  run_threads([&](int) {
-    uint64_t local[3] = {};
-    for (int i = 0; i < 5000; ++i) local[srtcm_charge(*m, word, kSec, 1)]++;
-    for (int c = 0; c < 3; ++c) colours[c] += local[c];
-  });
-  EXPECT_EQ(colours[SL_GREEN].load(), 300u);
-  EXPECT_EQ(colours[SL_YELLOW].load(), 400u);
-  EXPECT_EQ(colours[SL_RED].load(), uint64_t(kThreads) * 5000 - 700);
+// Frozen clock: exactly CBS green and (PBS - CBS for trtcm, EBS for srtcm) yellow, whatever
+// the interleaving. srtcm's shared green charges publish E_c with an 8-byte CAS and its other
+// changes with the 16-byte one: with both in play on one meter nothing may be lost either.
+TEST(LimiterConcurrency, MetersLoseNoUpdate) {
+  for (bool trtcm : {true, false}) {
+    SCOPED_TRACE(trtcm ? "trtcm" : "srtcm");
+    auto m = trtcm ? make_trtcm_profile(pps(1000), 300, pps(2000), 700)
+                   : make_srtcm_profile(pps(1000), 300, 400);
+    ASSERT_TRUE(m.ok());
+    MeterWord word{};
+    sl_meter_state st;
+    (trtcm ? sl_trtcm_init : sl_srtcm_init)(&*m, kSec, &st);
+    meter_store(word, MeterWord{st.e0, st.e1});
+    auto colours = count_colours(5000, [&](int, int) {
+      return (trtcm ? trtcm_charge : srtcm_charge)(*m, word, kSec, 1, Sharing::shared);
+    });
+    EXPECT_EQ(colours[SL_GREEN], 300u);
+    EXPECT_EQ(colours[SL_YELLOW], 400u);
+    EXPECT_EQ(colours[SL_RED], uint64_t(kThreads) * 5000 - 700);
+  }
 }
 
 // A running shared clock, offered load far above CIR: green stays within CBS + CIR*T and
@@ -183,17 +179,12 @@ TEST(LimiterConcurrency, SrtcmUnderContentionStaysWithinItsBounds) {
   sl_meter_state st;
   sl_srtcm_init(&*m, start, &st);
   meter_store(word, MeterWord{st.e0, st.e1});
-  std::atomic<uint64_t> colours[3] = {};
-  run_threads([&](int idx) {
-    uint64_t local[3] = {};
-    for (int i = 0; i < 50000; ++i) {
-      if (idx == 0 && i % 4 == 0) clock.advance(500);  // ~0.5 packet per advance
-      local[srtcm_charge(*m, word, clock.read(), 1)]++;
-    }
-    for (int c = 0; c < 3; ++c) colours[c] += local[c];
+  auto colours = count_colours(50000, [&](int idx, int i) {
+    if (idx == 0 && i % 4 == 0) clock.advance(500);  // ~0.5 packet per advance
+    return srtcm_charge(*m, word, clock.read(), 1);
   });
   const uint64_t refilled = (clock.read() - start) * rate / kSec;
-  const uint64_t green = colours[SL_GREEN].load(), yellow = colours[SL_YELLOW].load();
+  const uint64_t green = colours[SL_GREEN], yellow = colours[SL_YELLOW];
   EXPECT_LE(green, cbs + refilled);
   EXPECT_GE(green + 2, cbs + refilled);
   EXPECT_LE(green + yellow, cbs + ebs + refilled);
