@@ -6,7 +6,7 @@
 #
 # core: Google Benchmark (build-bench/bench/sluice-bench-core) of one decision of every core
 #   algorithm, on 1 thread and with 2 threads charging one shared bucket, beside a
-#   std::mutex token bucket and DPDK's rte_meter srTCM; then the packet rate of
+#   std::mutex token bucket and DPDK's rte_meter srTCM (and trTCM); then the packet rate of
 #   `sluiced --replay` on a 1M-packet, 100k-flow trace (best wall time of 3). Prints
 #   markdown tables of the medians over N repetitions (default 9).
 # dataplane: the live dataplane beside dpdk-testpmd: runs
@@ -143,6 +143,13 @@ for name, what, peer in (
     if sr and rte:
         print(f"- srtcm decision, {what}: sluice {1e9 / sr:.2f} ns vs rte_meter {1e9 / rte:.2f} ns "
               f"= **{sr / rte:.2f}x** rte_meter's speed (target >= 1x)")
+# rte_meter's trTCM beside ours, for reference (the target names the srTCM).
+for name, what in (("trtcm, single writer", "single writer"),
+                   ("trtcm", "shared (128-bit CAS per update)")):
+    tr, rte = ips(name, 1), ips("rte_meter trtcm", 1)
+    if tr and rte:
+        print(f"- for reference, trtcm decision, {what}: sluice {1e9 / tr:.2f} ns vs rte_meter "
+              f"trtcm {1e9 / rte:.2f} ns = {tr / rte:.2f}x")
 counted = rows.get("token-bucket, inlined CAS loop", {}).get(2)
 if counted:
     print(f"- failed compare-and-swaps per decision (token-bucket, 2 threads on one bucket): "
