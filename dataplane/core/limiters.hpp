@@ -100,6 +100,32 @@ inline uint64_t burst_bit(uint32_t i) {
   return uint64_t{1} << i;
 }
 
+inline bool all_equal(const uint64_t* costs, uint32_t n) {
+  bool same = true;
+  for (uint32_t i = 1; i < n; ++i) same &= costs[i] == costs[0];  // no early exit: vectorises
+  return same;
+}
+
+// n (>= 1) packets of one cost on credit d0, in closed form: what the per-packet loop of
+// police_burst computes. The first conforms iff d0 >= need; each one taken leaves
+// min(d, B_u) - I_c, which is below B_u, so packet j conforms iff min(d0, B_u) - j*I_c >= need,
+// and the ones that conform are a prefix of the burst. Sets *mask, returns the credit left.
+// A pps rule's bursts are all of this kind (every cost is 1), and so are floods of one size.
+inline sl_s64 police_uniform(const sl_rate_profile& p, sl_s64 d0, uint64_t cost, uint32_t n,
+                             uint64_t* mask) {
+  *mask = 0;
+  if (cost > p.burst_tokens) return d0;
+  const sl_u64 ic = sl_cost_u(&p, cost);
+  const sl_s64 need = sl_need(ic, p.burst_u);
+  if (d0 < need) return d0;
+  const sl_s64 full = sl_min_s64(d0, sl_s64(p.burst_u));
+  const uint64_t spare = uint64_t(full - need);  // what the first packet leaves above need
+  uint64_t k = n;                                  // how many conform
+  if (ic != 0 && spare < uint64_t(n - 1) * ic) k = 1 + spare / ic;
+  *mask = k == 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1;
+  return full - sl_s64(k * ic);
+}
+
 // A policing burst at one time t (token-bucket and gcra): the word read at t is one credit
 // d, each packet is sl_police_credit on the credit left by the one before, and the word is
 // packed once at the end. This is exactly what n single decisions at t compute (each of them
@@ -114,10 +140,14 @@ inline uint64_t police_burst(const sl_rate_profile& p, uint64_t cur, sl_s64 d,
   }
   sl_s64 credit = sl_rebase(&p, d), after = 0;
   uint64_t mask = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (sl_police_credit(&p, credit, costs[i], &after)) {
-      credit = after;
-      mask |= burst_bit(i);
+  if (all_equal(costs, n)) {
+    credit = police_uniform(p, credit, costs[0], n, &mask);
+  } else {
+    for (uint32_t i = 0; i < n; ++i) {
+      if (sl_police_credit(&p, credit, costs[i], &after)) {
+        credit = after;
+        mask |= burst_bit(i);
+      }
     }
   }
   // Unchanged only if nothing conformed and no backward step re-based the bucket.

@@ -174,8 +174,10 @@ struct BurstTrace {
   uint64_t costs[kMaxBurst] = {};
   uint32_t n = 0;
 
-  BurstTrace(uint64_t seed, uint64_t min_c, uint64_t max_c, uint64_t gap)
-      : rng(seed), min_cost(min_c), max_cost(max_c), max_gap_ns(gap) {}
+  bool uniform = false;  // one cost per burst instead of one per packet
+
+  BurstTrace(uint64_t seed, uint64_t min_c, uint64_t max_c, uint64_t gap, bool same = false)
+      : rng(seed), min_cost(min_c), max_cost(max_c), max_gap_ns(gap), uniform(same) {}
 
   void next() {
     switch (rng() % 32) {
@@ -186,7 +188,9 @@ struct BurstTrace {
     }
     n = uint32_t(rng() % 2 ? rng() % 9 : rng() % (kMaxBurst + 1));
     if (rng() % 8 == 0) n = kMaxBurst;
-    for (uint32_t i = 0; i < n; ++i) costs[i] = min_cost + rng() % (max_cost - min_cost + 1);
+    const uint64_t one = min_cost + rng() % (max_cost - min_cost + 1);
+    for (uint32_t i = 0; i < n; ++i)
+      costs[i] = uniform ? one : min_cost + rng() % (max_cost - min_cost + 1);
   }
 };
 
@@ -223,12 +227,19 @@ TEST(LimiterBursts, PolicersDecideAsSingleCharges) {
   struct Setup {
     Rate rate;
     uint64_t burst, min_cost, max_cost, max_gap_ns, stale_ns;
+    bool uniform = false;  // one cost for all the packets of a burst
   };
-  // Costs up to past the burst (never conform), gaps around the time a burst refills.
+  // Costs up to past the burst (never conform), gaps around the time a burst refills. The
+  // last four: every packet of a burst costs the same (a pps rule; a flood of one frame size,
+  // larger than the burst at times), which police_burst decides in closed form.
   const Setup setups[] = {
       {bits_per_sec(10'000'000), 3000, 64, 3100, 8 * kMs, SL_STEP_TOLERANCE_NS},
       {pps(1000), 5, 1, 6, 20 * kMs, SL_STEP_TOLERANCE_NS},
       {bits_per_sec(2'500'000'000ull), 64 * 1024, 64, 9000, 800 * kUs, 0},
+      {pps(1000), 5, 1, 1, 20 * kMs, SL_STEP_TOLERANCE_NS, true},
+      {pps(3, 7), 40, 1, 1, 9 * kSec, SL_STEP_TOLERANCE_NS, true},
+      {bits_per_sec(2'500'000'000ull), 64 * 1024, 64, 9000, 800 * kUs, 0, true},
+      {bits_per_sec(10'000'000), 3000, 64, 3100, 8 * kMs, SL_STEP_TOLERANCE_NS, true},
   };
   uint64_t seed = 1;
   for (const Setup& su : setups) {
@@ -238,11 +249,12 @@ TEST(LimiterBursts, PolicersDecideAsSingleCharges) {
     for (Sharing sharing : kSharings) {
       for (bool gcra : {false, true}) {
         SCOPED_TRACE(::testing::Message() << format_rate(su.rate) << (gcra ? " gcra" : " tb")
-                                        << (sharing == Sharing::shared ? " shared" : " single"));
+                                        << (sharing == Sharing::shared ? " shared" : " single")
+                                        << (su.uniform ? " uniform" : ""));
         uint64_t init = gcra ? sl_gcra_init(&*p, 7 * kSec) : sl_tb_init(&*p, 7 * kSec);
         std::atomic<uint64_t> a{init}, b{init};
         expect_burst_as_singles(
-            BurstTrace(seed++, su.min_cost, su.max_cost, su.max_gap_ns), kBurstRounds,
+            BurstTrace(seed++, su.min_cost, su.max_cost, su.max_gap_ns, su.uniform), kBurstRounds,
             [&](uint64_t now, const uint64_t* costs, uint32_t n, uint64_t* out) {
               uint64_t mask = gcra ? gcra_charge_burst(*p, a, now, costs, n, sharing)
                                    : token_bucket_charge_burst(*p, a, now, costs, n, sharing);
