@@ -73,8 +73,8 @@ inline uint64_t mix(uint64_t a, uint64_t b) {
 }  // namespace detail
 
 // The key of one mode (a template: each rule calls the instance for its mode, through
-// flow_hash_fn below, so no per-packet switch on the mode). Inline, as is the hash: both run once per packet, and inlined the key stays
-// in registers.
+// flow_hash_fn below, so no per-packet switch on the mode). Inline, as is the hash: both run
+// once per packet, and inlined the key stays in registers.
 template <KeyMode mode>
 inline FlowKey flow_key_of(const ParsedFrame& pf, uint8_t prefix_len) {
   FlowKey k;

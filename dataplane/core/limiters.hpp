@@ -68,8 +68,19 @@ inline bool meter_cas(MeterWord& word, MeterWord& expected, MeterWord desired) {
   return false;
 }
 
-template <class Decide>
-inline auto update_meter(MeterWord& word, Sharing sharing, Decide&& decide) {
+// Never publishes e0 alone (the default of update_meter's e0_alone).
+struct BothWords {
+  template <class Result>
+  bool operator()(const sl_meter_state&, const Result&) const {
+    return false;
+  }
+};
+
+// e0_alone(st, result): true when the decision on st depended on e0 alone and left e1 as
+// it was, so that, shared, an 8-byte CAS of e0 validates all it read (see srtcm_charge).
+template <class Decide, class E0Alone = BothWords>
+inline auto update_meter(MeterWord& word, Sharing sharing, Decide&& decide,
+                         E0Alone&& e0_alone = {}) {
   // Two 64-bit loads may tear; the 128-bit CAS then fails and returns the whole current
   // value, so a torn read costs one retry, never a wrong decision.
   MeterWord cur = meter_read(word);
@@ -81,6 +92,14 @@ inline auto update_meter(MeterWord& word, Sharing sharing, Decide&& decide) {
       __atomic_store_n(&word.e0, next.e0, __ATOMIC_RELAXED);
       __atomic_store_n(&word.e1, next.e1, __ATOMIC_RELAXED);
       return result;
+    }
+    if (e0_alone(st, result)) {
+      uint64_t e0 = cur.e0;
+      if (__atomic_compare_exchange_n(&word.e0, &e0, next.e0, /*weak=*/true, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED))
+        return result;
+      cur = meter_read(word);
+      continue;
     }
     if (meter_cas(word, cur, MeterWord{next.e0, next.e1})) return result;
   }
@@ -237,26 +256,14 @@ inline void sliding_window_refund(const sl_window_profile& w, std::atomic<uint64
 // Every other change goes through the 16-byte CAS, which also catches a torn read of the pair.
 inline sl_colour srtcm_charge(const sl_meter_profile& m, MeterWord& word, uint64_t now_ns,
                               uint64_t cost, Sharing s = Sharing::shared) {
-  if (s == Sharing::single_writer)
-    return detail::update_meter(word, s, [&](const sl_meter_state& st, sl_meter_state* next) {
-      return sl_srtcm_decide(&m, &st, now_ns, cost, next);
-    });
-  MeterWord cur = detail::meter_read(word);
-  for (;;) {
-    const sl_meter_state st{cur.e0, cur.e1};
-    sl_meter_state next{};
-    const sl_colour colour = sl_srtcm_decide(&m, &st, now_ns, cost, &next);
-    if (next.e0 == cur.e0 && next.e1 == cur.e1) return colour;
-    if (colour == SL_GREEN && sl_srtcm_short_path(&m, &st, now_ns)) {
-      uint64_t e0 = cur.e0;
-      if (__atomic_compare_exchange_n(&word.e0, &e0, next.e0, /*weak=*/true, __ATOMIC_RELAXED,
-                                      __ATOMIC_RELAXED))
-        return colour;
-      cur = detail::meter_read(word);
-      continue;
-    }
-    if (detail::meter_cas(word, cur, MeterWord{next.e0, next.e1})) return colour;
-  }
+  return detail::update_meter(
+      word, s,
+      [&](const sl_meter_state& st, sl_meter_state* next) {
+        return sl_srtcm_decide(&m, &st, now_ns, cost, next);
+      },
+      [&](const sl_meter_state& st, sl_colour colour) {
+        return colour == SL_GREEN && sl_srtcm_short_path(&m, &st, now_ns);
+      });
 }
 
 inline sl_colour trtcm_charge(const sl_meter_profile& m, MeterWord& word, uint64_t now_ns,

@@ -188,9 +188,9 @@ struct BurstTrace {
     }
     n = uint32_t(rng() % 2 ? rng() % 9 : rng() % (kMaxBurst + 1));
     if (rng() % 8 == 0) n = kMaxBurst;
-    const uint64_t one = min_cost + rng() % (max_cost - min_cost + 1);
-    for (uint32_t i = 0; i < n; ++i)
-      costs[i] = uniform ? one : min_cost + rng() % (max_cost - min_cost + 1);
+    auto draw = [&] { return min_cost + rng() % (max_cost - min_cost + 1); };
+    const uint64_t one = uniform ? draw() : 0;
+    for (uint32_t i = 0; i < n; ++i) costs[i] = uniform ? one : draw();
   }
 };
 
