@@ -7,6 +7,7 @@
 
 #include "bucket_math.h"
 #include "limiter_profile.hpp"
+#include "limiters.hpp"
 #include "scenario.hpp"
 
 namespace {
@@ -53,6 +54,8 @@ struct CountingTokenBucket {
                                                     std::memory_order_relaxed))
         return ok;
       ++retries;
+      detail::contention_backoff();
+      cur = word.load(std::memory_order_relaxed);
     }
   }
 };
