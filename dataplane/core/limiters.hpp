@@ -34,7 +34,7 @@ namespace detail {
 // between cores on nearly every decision; a short pause lets the winner go on deciding with
 // the line in its own cache while the loser waits. 8 PAUSEs (~240 ns on the AMD EPYC the
 // benchmarks ran on, less on CPUs with a shorter PAUSE) took 2 threads on one token bucket
-// from 43-62 to 99-165 Mdecisions/s there; 4 helped less, 16 or growing the wait
+// from 43-51 to 99-165 Mdecisions/s there; 4 helped less, 16 or growing the wait
 // exponentially no more (docs/BENCHMARKS.md). A losing thread waits this once per lost race:
 // with a dataplane's one charge per bucket per burst, races are rare and cost ~0.24 us.
 // Out of line and cold: inlined into every charge's loop it made trtcm's single-writer
@@ -108,8 +108,8 @@ struct BothWords {
 template <class Decide, class E0Alone = BothWords>
 inline auto update_meter(MeterWord& word, Sharing sharing, Decide&& decide,
                          E0Alone&& e0_alone = {}) {
-  // Two 64-bit loads may tear; the 128-bit CAS then fails, so a torn read costs one retry,
-  // never a wrong decision.
+  // Two 64-bit loads may tear; the 128-bit CAS then fails, so a torn read costs a retry
+  // (after the backoff), never a wrong decision.
   MeterWord cur = meter_read(word);
   for (;;) {
     sl_meter_state st{cur.e0, cur.e1}, next{};
