@@ -19,6 +19,7 @@
 #include "report.hpp"
 #include "rules_loader.hpp"
 #include "signals.hpp"
+#include "telemetry.hpp"
 
 namespace sluice {
 
@@ -81,6 +82,7 @@ void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_inte
   while (!signals.requested()) {
     std::this_thread::sleep_for(kControlTick);
     const auto now = Clock::now();
+    publish_telemetry(dp.snapshot());
     if (stats_interval_ms != 0 && now >= next_stats) {
       print_table(dp.snapshot(), dp.report());
       next_stats += interval;
@@ -114,6 +116,8 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   auto dp = Dataplane::create(**pipeline, config, failure);
   if (!dp) return dp.error();
   *failure = LiveFailure::runtime;
+  if (Status s = register_telemetry(); !s) return s;
+  publish_telemetry((*dp)->snapshot());
   if (Status s = (*dp)->start(); !s) return s;
 
   control_loop(**dp, signals, opts.stats_interval_ms);
@@ -122,6 +126,7 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   (*dp)->close();
 
   const CountersSnapshot snap = (*dp)->snapshot();
+  publish_telemetry(snap);  // the final figures, for a request that comes in from now on
   const DataplaneReport report = (*dp)->report();
   print_table(snap, report);
   const WorkerStats& t = report.totals;

@@ -1,0 +1,77 @@
+#include "telemetry.hpp"
+
+#include <rte_telemetry.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace sluice {
+
+namespace {
+
+// The last published counters. Static storage: the telemetry thread outlives the dataplane
+// (DPDK 22.11 cannot unregister a command), so it must never point into one.
+std::mutex published_mu;
+CountersSnapshot published;
+bool have_published = false;
+
+// Rule names are [A-Za-z0-9_.-]{1,63} (the loader checks): valid telemetry strings as they
+// are, with nothing to escape in DPDK's JSON and within RTE_TEL_MAX_STRING_LEN.
+static_assert(RTE_TEL_MAX_STRING_LEN > 63);
+
+int list_rules(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lock(published_mu);
+  if (!have_published) return -EAGAIN;  // the EAL is up, the rules not yet: null
+  rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+  for (const RuleSnapshot& r : published.rules) rte_tel_data_add_array_string(d, r.name.c_str());
+  rte_tel_data_add_array_string(d, published.default_rule.name.c_str());
+  return 0;
+}
+
+int show_rule(const char*, const char* params, rte_tel_data* d) {
+  if (params == nullptr || *params == '\0') return -EINVAL;
+  std::lock_guard lock(published_mu);
+  if (!have_published) return -EAGAIN;
+  const RuleSnapshot* rule = nullptr;
+  for (const RuleSnapshot& r : published.rules)
+    if (rule == nullptr && r.name == params) rule = &r;
+  if (rule == nullptr && published.default_rule.name == params) rule = &published.default_rule;
+  if (rule == nullptr) return -ENOENT;  // DPDK answers {"/sluice/rule": null}
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_string(d, "name", rule->name.c_str());
+  for (size_t i = 0; i < kOutcomeCount; ++i) {
+    const std::string base = outcome_name(Outcome(i));
+    rte_tel_data_add_dict_u64(d, (base + "_packets").c_str(), rule->traffic.packets[i]);
+    rte_tel_data_add_dict_u64(d, (base + "_bytes").c_str(), rule->traffic.bytes[i]);
+  }
+  rte_tel_data_add_dict_u64(d, "active_flows", rule->active_flows);
+  rte_tel_data_add_dict_u64(d, "flows_evicted", rule->flows_evicted);
+  return 0;
+}
+
+}  // namespace
+
+Status register_telemetry() {
+  static std::once_flag once;
+  static int rc = 0;
+  std::call_once(once, [] {
+    rc = rte_telemetry_register_cmd("/sluice/rules", list_rules,
+                                    "Rule names, in rules-file order, then \"default\". No parameters");
+    if (rc == 0)
+      rc = rte_telemetry_register_cmd("/sluice/rule", show_rule,
+                                      "One rule's counters, as in REPORT.json. Parameter: rule name");
+  });
+  if (rc != 0) return make_error(std::string("cannot register telemetry commands: ") + std::strerror(-rc));
+  return Ok{};
+}
+
+void publish_telemetry(CountersSnapshot snap) {
+  std::lock_guard lock(published_mu);
+  published = std::move(snap);
+  have_published = true;
+}
+
+}  // namespace sluice
