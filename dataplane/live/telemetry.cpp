@@ -12,33 +12,43 @@ namespace sluice {
 
 namespace {
 
-// The last published counters. Static storage: the telemetry thread outlives the dataplane
-// (DPDK 22.11 cannot unregister a command), so it must never point into one.
-std::mutex published_mu;
-CountersSnapshot published;
-bool have_published = false;
+// The last published counters. The telemetry thread outlives the dataplane (DPDK 22.11
+// cannot unregister a command) and even main(): it is never joined, so this is allocated
+// once and never destroyed, and a request during exit still finds it whole.
+struct Published {
+  std::mutex mu;
+  CountersSnapshot snap;
+  bool ready = false;
+};
+
+Published& published() {
+  static Published* p = new Published;
+  return *p;
+}
 
 // Rule names are [A-Za-z0-9_.-]{1,63} (the loader checks): valid telemetry strings as they
 // are, with nothing to escape in DPDK's JSON and within RTE_TEL_MAX_STRING_LEN.
 static_assert(RTE_TEL_MAX_STRING_LEN > 63);
 
 int list_rules(const char*, const char*, rte_tel_data* d) {
-  std::lock_guard lock(published_mu);
-  if (!have_published) return -EAGAIN;  // the EAL is up, the rules not yet: null
+  Published& pub = published();
+  std::lock_guard lock(pub.mu);
+  if (!pub.ready) return -EAGAIN;  // the EAL is up, the rules not yet: null
   rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-  for (const RuleSnapshot& r : published.rules) rte_tel_data_add_array_string(d, r.name.c_str());
-  rte_tel_data_add_array_string(d, published.default_rule.name.c_str());
+  for (const RuleSnapshot& r : pub.snap.rules) rte_tel_data_add_array_string(d, r.name.c_str());
+  rte_tel_data_add_array_string(d, pub.snap.default_rule.name.c_str());
   return 0;
 }
 
 int show_rule(const char*, const char* params, rte_tel_data* d) {
   if (params == nullptr || *params == '\0') return -EINVAL;
-  std::lock_guard lock(published_mu);
-  if (!have_published) return -EAGAIN;
+  Published& pub = published();
+  std::lock_guard lock(pub.mu);
+  if (!pub.ready) return -EAGAIN;
   const RuleSnapshot* rule = nullptr;
-  for (const RuleSnapshot& r : published.rules)
+  for (const RuleSnapshot& r : pub.snap.rules)
     if (rule == nullptr && r.name == params) rule = &r;
-  if (rule == nullptr && published.default_rule.name == params) rule = &published.default_rule;
+  if (rule == nullptr && pub.snap.default_rule.name == params) rule = &pub.snap.default_rule;
   if (rule == nullptr) return -ENOENT;  // DPDK answers {"/sluice/rule": null}
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "name", rule->name.c_str());
@@ -69,9 +79,10 @@ Status register_telemetry() {
 }
 
 void publish_telemetry(CountersSnapshot snap) {
-  std::lock_guard lock(published_mu);
-  published = std::move(snap);
-  have_published = true;
+  Published& pub = published();
+  std::lock_guard lock(pub.mu);
+  pub.snap = std::move(snap);
+  pub.ready = true;
 }
 
 }  // namespace sluice
