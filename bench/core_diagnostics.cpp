@@ -1,7 +1,7 @@
 // Diagnostic rows that split the cost of a decision:
 //   "arithmetic only": bucket_math.h on a private word, no atomic instruction;
-//   "inlined CAS loop": a copy of limiters.hpp's load/decide/CAS loop that counts the
-//     compare-and-swaps that failed.
+//   "inlined CAS loop": limiters.hpp's load/decide/CAS loop (detail::update_word), counting
+//     the compare-and-swaps that failed.
 // (The burst API's rows are in core_limiters.cpp.)
 #include <atomic>
 
@@ -37,26 +37,23 @@ struct PlainSrtcm {
   }
 };
 
-// The token bucket through a copy of limiters.hpp's load/decide/CAS loop (detail::update_word,
-// shared) that counts the compare-and-swaps that failed: how often contention forces a
-// second decision.
+// The token bucket through limiters.hpp's own load/decide/CAS loop (detail::update_word,
+// shared), counting the compare-and-swaps that failed: how often contention forces a second
+// decision. The loop calls decide once per attempt, so every call after the first follows a
+// failed compare-and-swap.
 struct CountingTokenBucket {
   sl_rate_profile p = bench::must(make_rate_profile(kRate, bench::kBurstBytes));
   alignas(64) std::atomic<uint64_t> word{0};
   static thread_local uint64_t retries;
   void reset(uint64_t now) { word = sl_tb_init(&p, now); }
   bool charge(uint64_t now) {
-    uint64_t cur = word.load(std::memory_order_relaxed);
-    for (;;) {
-      uint64_t next = cur;
-      bool ok = sl_tb_decide(&p, cur, now, kFrameBytes, &next) != 0;
-      if (next == cur || word.compare_exchange_weak(cur, next, std::memory_order_relaxed,
-                                                    std::memory_order_relaxed))
-        return ok;
-      ++retries;
-      detail::contention_backoff();
-      cur = word.load(std::memory_order_relaxed);
-    }
+    uint64_t attempts = 0;
+    const bool ok = detail::update_word(word, Sharing::shared, [&](uint64_t cur, uint64_t* next) {
+      ++attempts;
+      return sl_tb_decide(&p, cur, now, kFrameBytes, next) != 0;
+    });
+    retries += attempts - 1;
+    return ok;
   }
 };
 thread_local uint64_t CountingTokenBucket::retries = 0;

@@ -10,6 +10,7 @@
 #include <new>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "counters_json.hpp"
 #include "dataplane.hpp"
@@ -74,7 +75,8 @@ void print_table(const CountersSnapshot& snap, const DataplaneReport& report) {
   std::fflush(stdout);
 }
 
-// Until a signal: periodic counters and link-state changes. The workers do everything else.
+// Until a signal: the counters, published for telemetry every tick and printed every
+// --stats-interval, and link-state changes. The workers do everything else.
 void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_interval_ms) {
   const auto interval = std::chrono::milliseconds(stats_interval_ms);
   auto next_stats = Clock::now() + interval;
@@ -82,12 +84,13 @@ void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_inte
   while (!signals.requested()) {
     std::this_thread::sleep_for(kControlTick);
     const auto now = Clock::now();
-    publish_telemetry(dp.snapshot());
+    CountersSnapshot snap = dp.snapshot();
     if (stats_interval_ms != 0 && now >= next_stats) {
-      print_table(dp.snapshot(), dp.report());
+      print_table(snap, dp.report());
       next_stats += interval;
       if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
     }
+    publish_telemetry(std::move(snap));
     if (now >= next_link) {
       dp.log_link_changes();
       next_link = now + kLinkPoll;
