@@ -16,6 +16,9 @@
 #                    1 Mpps, burst 1000: every packet conforms and is forwarded) with
 #                    --flows F: capacity for exactly the trace's flows (the table itself has
 #                    two slots per flow; its memory is on transparent huge pages)
+#   flow floor       sluice-flow-floor --flows F (bench/dataplane/flow_floor.cpp): macswap plus
+#                    one write of a 16-byte per-flow slot, no parse, no lookup: the most any
+#                    per-flow forwarder can reach here, so floor / macswap bounds the ratio
 # and, unless --no-two-workers, the same with 2 forwarding lcores (testpmd --nb-cores=2
 # --rxq=2 --txq=2; sluiced 2 workers): the trace split into two disjoint flow halves, one
 # net_pcap RX queue each (net_pcap has no RSS; this is the spread RSS would give).
@@ -120,8 +123,9 @@ trap 'exit 130' INT TERM
 
 # shellcheck source=scripts/lib/bench_common.sh
 source scripts/lib/bench_common.sh
-bench_build "$BUILD" dataplane/sluiced tools/sluice-tracegen
+bench_build "$BUILD" dataplane/sluiced tools/sluice-tracegen bench/sluice-flow-floor
 SLUICED=$BUILD/dataplane/sluiced
+FLOOR=$BUILD/bench/sluice-flow-floor
 TRACEGEN=$BUILD/tools/sluice-tracegen
 
 # ------------------------------------------------------------------------------ traces
@@ -186,7 +190,7 @@ echo "flows,workers,kind,rep,mpps,cpu,rss_kib,conform_pct,active_flows,evicted,l
 HZ=$(getconf CLK_TCK)
 
 # run KIND FLOWS WORKERS REP [RULES]: starts one process, measures, stops it, appends a CSV row.
-# KIND: io | macswap (testpmd) | sluiced
+# KIND: io | macswap (testpmd) | sluiced | floor (sluice-flow-floor)
 run() {
   local kind=$1 f=$2 w=$3 rep=$4 rules=${5:-$RULES}
   RUN_SEQ=$((RUN_SEQ + 1))
@@ -213,6 +217,10 @@ run() {
     sluiced)
       "$SLUICED" "${eal[@]}" -- --config "$rules" --flows "$f" --mbufs "$MBUFS" \
         --burst "$BURST" --report "$report" </dev/null >"$out" 2>&1 &
+      ;;
+    floor)
+      "$FLOOR" "${eal[@]}" -- --flows "$f" --mbufs "$MBUFS" --burst "$BURST" \
+        </dev/null >"$out" 2>&1 &
       ;;
   esac
   CHILD=$!
@@ -269,7 +277,7 @@ bench_wait_for_quiet bench_dataplane
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 PROFILE_NOW=0
-KINDS1="io macswap sluiced"
+KINDS1="io macswap sluiced floor"
 LARGEST=$(echo "$FLOWS" | tr ' ' '\n' | sort -n | tail -1)
 for rep in $(seq 1 "$REPS"); do
   for f in $FLOWS; do
@@ -333,15 +341,18 @@ def packets(f):
 
 print("Mpps forwarded port 0 -> 1 by 1 forwarding lcore, median (min-max); CPU: CPUs the "
       "process got (1.0 = its lcore ran all along):\n")
-head = "| flows | trace packets | testpmd io | testpmd macswap (CPU) | sluiced (CPU) | sluiced / macswap |"
-sep = "| ---: | ---: | ---: | ---: | ---: | ---: |"
+head = ("| flows | trace packets | testpmd io | testpmd macswap (CPU) | sluiced (CPU) | "
+        "sluiced / macswap | flow floor (CPU) | floor / macswap |")
+sep = "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 print(head + " sluiced conforming | flows evicted per run |")
 print(sep + " ---: | ---: |")
 for f in flows:
     io, ms, sl = vals(f, 1, "io"), vals(f, 1, "macswap"), vals(f, 1, "sluiced")
+    fl = vals(f, 1, "floor")
     conf = vals(f, 1, "sluiced", "conform_pct")
     line = (f"| {f:,} | {packets(f):,} | {cell(io)} | {cell(ms)} ({cpu(f, 1, 'macswap')}) | "
-            f"{cell(sl)} ({cpu(f, 1, 'sluiced')}) | {ratio(sl, ms)} |")
+            f"{cell(sl)} ({cpu(f, 1, 'sluiced')}) | {ratio(sl, ms)} | "
+            f"{cell(fl)} ({cpu(f, 1, 'floor')}) | {ratio(fl, ms)} |")
     ev = vals(f, 1, "sluiced", "evicted")
     line += f" {med(conf):.2f}% |" if conf else " - |"
     print(line + (f" {med(ev):,.0f} |" if ev else " - |"))
