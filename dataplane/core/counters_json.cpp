@@ -22,13 +22,9 @@ void append_rule(std::string& out, const RuleSnapshot& r, const char* indent) {
   out += "{\"name\": ";
   out += json_quote(r.name);
   bool first = false;
-  for (size_t i = 0; i < kOutcomeCount; ++i) {
-    const std::string base = outcome_name(Outcome(i));
-    append_field(out, (base + "_packets").c_str(), r.traffic.packets[i], &first);
-    append_field(out, (base + "_bytes").c_str(), r.traffic.bytes[i], &first);
-  }
-  append_field(out, "active_flows", r.active_flows, &first);
-  append_field(out, "flows_evicted", r.flows_evicted, &first);
+  for_each_rule_counter(r, [&](const char* key, uint64_t value) {
+    append_field(out, key, value, &first);
+  });
   out += '}';
 }
 

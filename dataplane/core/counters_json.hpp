@@ -23,6 +23,21 @@ struct JsonMember {
 };
 std::string counters_to_json(const CountersSnapshot& snapshot, const std::vector<JsonMember>& extra);
 
+// Calls fn(key, value) for each of a rule's counters, in the order and under the names of
+// counters_to_json(): "<outcome>_packets" and "<outcome>_bytes" per outcome, then
+// "active_flows" and "flows_evicted". Whatever else lists a rule's counters (telemetry) goes
+// through it, so the names cannot drift apart.
+template <class Fn>
+void for_each_rule_counter(const RuleSnapshot& r, Fn&& fn) {
+  for (size_t i = 0; i < kOutcomeCount; ++i) {
+    const std::string base = outcome_name(Outcome(i));
+    fn((base + "_packets").c_str(), r.traffic.packets[i]);
+    fn((base + "_bytes").c_str(), r.traffic.bytes[i]);
+  }
+  fn("active_flows", r.active_flows);
+  fn("flows_evicted", r.flows_evicted);
+}
+
 // One line per rule plus the default, packet counts only, columns aligned.
 std::string counters_to_table(const CountersSnapshot& snapshot);
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "counters_json.hpp"
+
 namespace sluice {
 
 namespace {
@@ -52,13 +54,9 @@ int show_rule(const char*, const char* params, rte_tel_data* d) {
   if (rule == nullptr) return -ENOENT;  // DPDK answers {"/sluice/rule": null}
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "name", rule->name.c_str());
-  for (size_t i = 0; i < kOutcomeCount; ++i) {
-    const std::string base = outcome_name(Outcome(i));
-    rte_tel_data_add_dict_u64(d, (base + "_packets").c_str(), rule->traffic.packets[i]);
-    rte_tel_data_add_dict_u64(d, (base + "_bytes").c_str(), rule->traffic.bytes[i]);
-  }
-  rte_tel_data_add_dict_u64(d, "active_flows", rule->active_flows);
-  rte_tel_data_add_dict_u64(d, "flows_evicted", rule->flows_evicted);
+  for_each_rule_counter(*rule, [&](const char* key, uint64_t value) {
+    rte_tel_data_add_dict_u64(d, key, value);
+  });
   return 0;
 }
 
