@@ -47,9 +47,14 @@ int show_rule(const char*, const char* params, rte_tel_data* d) {
   Published& pub = published();
   std::lock_guard lock(pub.mu);
   if (!pub.ready) return -EAGAIN;
+  // The first rule of that name; a rule named "default" shadows the default action's counters.
   const RuleSnapshot* rule = nullptr;
-  for (const RuleSnapshot& r : pub.snap.rules)
-    if (rule == nullptr && r.name == params) rule = &r;
+  for (const RuleSnapshot& r : pub.snap.rules) {
+    if (r.name == params) {
+      rule = &r;
+      break;
+    }
+  }
   if (rule == nullptr && pub.snap.default_rule.name == params) rule = &pub.snap.default_rule;
   if (rule == nullptr) return -ENOENT;  // DPDK answers {"/sluice/rule": null}
   rte_tel_data_start_dict(d);
