@@ -51,10 +51,8 @@ struct Options {
 };
 
 struct Floor {
-  uint64_t* table = nullptr;  // flows * 2 words
-  uint64_t flows = 0;
-  uint16_t burst = 32;
-  bool overlap = false;
+  Options opt;
+  uint64_t* table = nullptr;  // opt.flows * 2 words
   uint64_t rx = 0, tx = 0;
 };
 
@@ -113,12 +111,12 @@ struct Burst {
 };
 
 void receive(Floor& f, Burst& b) {
-  b.n = rte_eth_rx_burst(0, 0, b.pkts, f.burst);
+  b.n = rte_eth_rx_burst(0, 0, b.pkts, f.opt.burst);
   f.rx += b.n;
   for (uint16_t i = 0; i < b.n; ++i) {
     const uint8_t* d = rte_pktmbuf_mtod(b.pkts[i], const uint8_t*);
     b.hash[i] = flow_hash(d);
-    const uint64_t at = uint64_t((static_cast<unsigned __int128>(b.hash[i]) * f.flows) >> 64);
+    const uint64_t at = uint64_t((static_cast<unsigned __int128>(b.hash[i]) * f.opt.flows) >> 64);
     b.slot[i] = f.table + 2 * at;
     rte_prefetch0(b.slot[i]);
   }
@@ -145,7 +143,7 @@ int forward(void* arg) {
   unsigned fresh = 0;
   while (!g_stop.load(std::memory_order_relaxed)) {
     receive(f, bursts[fresh]);
-    if (!f.overlap) {
+    if (!f.opt.overlap) {
       if (bursts[fresh].n != 0) write_and_send(f, bursts[fresh]);
       continue;
     }
@@ -190,9 +188,7 @@ int main(int argc, char** argv) {
 
   // Like sluiced's flow table: anonymous memory on transparent huge pages, written up front.
   Floor f;
-  f.flows = o.flows;
-  f.burst = o.burst;
-  f.overlap = o.overlap;
+  f.opt = o;
   const size_t bytes = size_t(o.flows) * 16, huge = size_t{2} << 20;
   void* m = mmap(nullptr, bytes + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) die("table of " + std::to_string(bytes) + " bytes: mmap failed");
