@@ -71,7 +71,8 @@ setup_build build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef
   -Ddpdk=disabled
 # TSan's shadow memory needs a fixed layout: run without address-space randomisation.
 build "TSan" build-tsan && run_tests "TSan" build-tsan --timeout-multiplier 4 \
-  --wrapper "setarch $(uname -m) -R" limiter_concurrency flow_table pipeline
+  --wrapper "setarch $(uname -m) -R" limiter_concurrency flow_table pipeline \
+  counters_handoff
 
 echo
 echo "=== summary ==="

@@ -1,5 +1,6 @@
 // Counters of SPEC §5. Each worker owns one WorkerCounters (no sharing, no atomics on the
-// hot path); readers sum them into a CountersSnapshot.
+// hot path); readers sum them into a CountersSnapshot, through a CountersHandoff while the
+// worker runs.
 #pragma once
 
 #include <array>

@@ -265,9 +265,36 @@ std::vector<Dataplane::NamedReading> Dataplane::port_readings() const {
   return stopped_ ? final_readings_ : read_ports();
 }
 
-CountersSnapshot Dataplane::snapshot() const {
+CountersSnapshot Dataplane::snapshot() {
   std::vector<const WorkerCounters*> counters;
-  for (const auto& w : workers_) counters.push_back(&w->counters());
+  const bool running = !launched_.empty() && !stopped_;
+  if (!running) {
+    // Not started, or joined: nothing writes the counters, read them directly.
+    for (const auto& w : workers_) counters.push_back(&w->counters());
+  } else {
+    if (answers_.empty())
+      for (const auto& w : workers_) answers_.push_back(WorkerCounters(w->counters()));
+    // Ask every worker first, so they answer in parallel.
+    for (auto& w : workers_)
+      if (w->has_queues()) w->handoff().ask();
+    const uint64_t deadline =
+        rte_get_timer_cycles() + rte_get_timer_hz() * kHandoffPatienceUs / 1'000'000;
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      Worker& w = *workers_[i];
+      if (w.has_queues()) {
+        while (!w.handoff().answered() && rte_get_timer_cycles() < deadline)
+          rte_delay_us_sleep(10);
+        if (w.handoff().answered()) {
+          answers_[i] = w.handoff().answer();
+        } else {
+          live_log("worker on lcore %u did not hand over its counters within %llu ms: its "
+                   "previous ones stand in", w.lcore(),
+                   static_cast<unsigned long long>(kHandoffPatienceUs / 1000));
+        }
+      }
+      counters.push_back(&answers_[i]);
+    }
+  }
   CountersSnapshot snap = pipeline_.snapshot(counters);
   for (const NamedReading& p : port_readings()) snap.ports.push_back(p.reading.counters);
   return snap;

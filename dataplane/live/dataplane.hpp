@@ -79,6 +79,10 @@ struct DataplaneReport {
 
 class Dataplane {
  public:
+  // How long snapshot() waits for a running worker's counters. A worker answers between two
+  // bursts (microseconds); only a descheduled vCPU takes longer.
+  static constexpr uint64_t kHandoffPatienceUs = 200'000;
+
   // Plans ports and queues, creates the pool, starts the ports and builds the workers (not yet
   // running). Usage errors (*failure = usage): no ports, odd port count, no worker lcore, an
   // unknown port or lcore. Runtime errors: pool, queue set-up, device start, memory.
@@ -99,9 +103,12 @@ class Dataplane {
   void close();
 
   // Rule counters summed over workers, and port counters (final ones once stopped). While
-  // running, rule counters are read without synchronisation (they are per-worker plain
-  // words; a value may be a burst old, never torn on x86-64).
-  CountersSnapshot snapshot() const;
+  // the workers run, each hands over its counters as they stood at its next burst boundary
+  // (CountersHandoff), so every packet is counted in all its outcomes or in none: matched ==
+  // passed + dropped and bytes agree with packets in any snapshot. A worker that does not
+  // answer within kHandoffPatienceUs is represented by its previous answer (logged).
+  // Control thread only.
+  CountersSnapshot snapshot();
   WorkerStats totals() const;
   std::vector<WorkerStats> per_worker() const;
   // Worker statistics, port errors (final ones once stopped) and the pool's account.
@@ -126,6 +133,8 @@ class Dataplane {
   std::vector<Port> ports_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<unsigned> launched_;  // lcores running a worker
+  // Each worker's last answer to snapshot(): what stands for it if it misses the next one.
+  std::vector<WorkerCounters> answers_;
   bool stopped_ = false;
   bool closed_ = false;
   unsigned mbufs_kept_ = 0;  // taken at set-up by ports whose driver keeps them (see Port)

@@ -36,6 +36,7 @@ Worker::Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* s
       setup_(std::move(setup)),
       clock_(setup_.clock),
       counters_(pipeline.make_counters()),
+      handoff_(counters_),
       wheel_(setup_.slot_ns, setup_.horizon_ns, setup_.wheel_capacity, /*start_ns=*/0) {
   tx_.reserve(setup_.tx.size());
   for (const WorkerTx& t : setup_.tx) tx_.push_back({t, TxBuffer<rte_mbuf*>(setup_.tx_buffer_capacity)});
@@ -82,6 +83,8 @@ void Worker::run() {
       if (n != 0) handle_burst(rxq, pkts, n, now_ns);
     }
     flush_tx();
+    // A burst boundary: every packet so far is counted in full, none in part.
+    handoff_.serve(counters_);
     // Idle expiry in small slices between bursts, so no single call stalls the loop.
     if (now_ns >= next_expire_ns) {
       const size_t freed = pipeline_.expire_idle(now_ns, setup_.expire_budget);

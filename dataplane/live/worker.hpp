@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "counters.hpp"
+#include "counters_handoff.hpp"
 #include "pipeline.hpp"
 #include "result.hpp"
 #include "timing_wheel.hpp"
@@ -80,7 +81,10 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
 
   unsigned lcore() const { return setup_.lcore; }
   bool has_queues() const { return !setup_.rx.empty(); }
+  // The rule counters, read directly: only while the worker does not run (before start(),
+  // after it is joined). While it runs, read them through handoff().
   const WorkerCounters& counters() const { return counters_; }
+  CountersHandoff& handoff() { return handoff_; }
   WorkerStats stats() const;
   size_t held() const { return wheel_.size(); }
 
@@ -122,6 +126,7 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
   WorkerSetup setup_;
   TscClock clock_;
   WorkerCounters counters_;
+  CountersHandoff handoff_;
   std::vector<TxQueue> tx_;
   TimingWheel<HeldPacket> wheel_;
   AtomicStats stats_;
