@@ -185,7 +185,7 @@ Result<CliArgs> parse_cli_args(int argc, const char* const* argv) {
 std::string usage_text(const std::string& program) {
   return "usage:\n"
          "  " + program + " [EAL args] -- --config RULES.yaml [--report REPORT.json]\n"
-         "          [--stats-interval S] [--flows N] [--mbufs N] [--burst N]\n"
+         "          [--stats-interval S] [--flows N] [--mbufs N] [--burst N] [--control SOCK]\n"
          "      the DPDK dataplane: forwards between port pairs 0<->1, 2<->3, ... (or back out\n"
          "      of the only port), one worker per lcore except the main one, until SIGINT or\n"
          "      SIGTERM; then prints the counters and writes --report. --stats-interval prints\n"
@@ -199,6 +199,8 @@ std::string usage_text(const std::string& program) {
          "      --burst sets the packets per RX burst (1-64, default 32): a burst is classified\n"
          "      and its flow-table lines fetched before any of it is charged, so larger bursts\n"
          "      hide more memory latency with many flows, at some latency per packet.\n"
+         "      --control SOCK serves sluicectl on a Unix socket (mode 0600; its directory is\n"
+         "      made if missing): `sluicectl --socket SOCK stats`, `rule list`, ...\n"
          "      EAL args e.g.: -l 0,1 --no-pci --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
          "  " + program + " --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml\n"
          "          [--hash-seed N] [--stats]\n"

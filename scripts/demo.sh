@@ -9,8 +9,9 @@
 # `sluiced` on one end through net_af_xdp (net_af_packet if AF_XDP cannot start), one port,
 # so what passes goes back out of it, with examples/rules-live.yaml, and drives
 # `sluice-sender` from the other namespace: first every class of traffic below its limit,
-# then above it. sluiced prints its per-rule counters every second; at the end it stops on
-# SIGINT and prints the final ones. Everything it created is removed on exit (trap), however
+# then above it. sluiced prints its per-rule counters every second; before it stops,
+# `sluicectl` reads the running rules and counters through sluiced's control socket; then it
+# stops on SIGINT and prints the final ones. Everything it created is removed on exit (trap), however
 # it ends. All traffic stays on the veth pair, with addresses from 198.18.0.0/15 and
 # 192.0.2.0/24.
 #
@@ -43,9 +44,10 @@ fi
 if [[ ! -f "$BUILD/build.ninja" ]]; then
   meson setup "$BUILD" >/dev/null
 fi
-ninja -C "$BUILD" dataplane/sluiced tools/sluice-tracegen tools/sluice-sender >/dev/null
+ninja -C "$BUILD" dataplane/sluiced control/sluicectl tools/sluice-tracegen tools/sluice-sender >/dev/null
 
 SLUICED="$BUILD/dataplane/sluiced"
+SLUICECTL="$BUILD/control/sluicectl"
 TRACEGEN="$BUILD/tools/sluice-tracegen"
 SENDER="$BUILD/tools/sluice-sender"
 
@@ -110,7 +112,8 @@ start_sluiced() {  # start_sluiced VDEV
   # shellcheck disable=SC2046
   it_spawn DP_PID "$IT_DIR/sluiced.out" "$IT_DIR/sluiced.err" \
     ip netns exec "$NS_DP" "$SLUICED" -l 0,1 $(it_eal_common "$prefix") --vdev "$1" -- \
-    --config "$RULES" --report "$IT_DIR/report.json" --stats-interval 1
+    --config "$RULES" --report "$IT_DIR/report.json" --stats-interval 1 \
+    --control "$IT_DIR/sluiced.sock"
   local rc=0
   it_try_wait_for "$IT_DIR/sluiced.err" 'worker\(s\) running' 20 "$DP_PID" || rc=$?
   if [[ $rc != 0 ]]; then
@@ -189,6 +192,13 @@ web p2-web 6 1000
 tenant p2-tenant 6 1000
 wait_senders
 sleep 1.2
+
+# The same figures through the control socket, as an operator reads a running sluiced.
+echo
+echo "== sluicectl --socket $IT_DIR/sluiced.sock rule list"
+"$SLUICECTL" --socket "$IT_DIR/sluiced.sock" rule list
+echo "== sluicectl --socket $IT_DIR/sluiced.sock stats"
+"$SLUICECTL" --socket "$IT_DIR/sluiced.sock" stats
 
 echo
 echo "== stopping sluiced (SIGINT): final counters"

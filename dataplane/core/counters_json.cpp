@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "text_table.hpp"
+
 namespace sluice {
 
 namespace {
@@ -32,11 +34,9 @@ void append_port(std::string& out, const PortSnapshot& p) {
   out += "    {";
   bool first = true;
   append_field(out, "port", p.port, &first);
-  append_field(out, "rx_packets", p.rx_packets, &first);
-  append_field(out, "rx_bytes", p.rx_bytes, &first);
-  append_field(out, "tx_packets", p.tx_packets, &first);
-  append_field(out, "tx_bytes", p.tx_bytes, &first);
-  append_field(out, "missed_packets", p.missed_packets, &first);
+  for_each_port_counter(p, [&](const char* key, uint64_t value) {
+    append_field(out, key, value, &first);
+  });
   out += '}';
 }
 
@@ -118,23 +118,7 @@ std::string counters_to_table(const CountersSnapshot& s) {
   for (const RuleSnapshot& r : s.rules) add_row(r, r.name);
   add_row(s.default_rule, s.default_rule.name.empty() ? "default" : s.default_rule.name);
 
-  std::vector<size_t> width(header.size(), 0);
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-
-  // Names left-aligned, numbers right-aligned.
-  std::string out;
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) {
-      std::string pad(width[c] - row[c].size(), ' ');
-      if (c == 0) {
-        out += row[c] + pad;
-      } else {
-        out += "  " + pad + row[c];
-      }
-    }
-    out += '\n';
-  }
+  std::string out = align_columns(rows);
   for (const PortSnapshot& p : s.ports) {
     out += "port " + std::to_string(p.port) + ": rx " + std::to_string(p.rx_packets) + "  tx " +
            std::to_string(p.tx_packets) + "  missed " + std::to_string(p.missed_packets) + "\n";

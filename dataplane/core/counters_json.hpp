@@ -26,9 +26,10 @@ std::string counters_to_json(const CountersSnapshot& snapshot, const std::vector
 // Calls fn(key, value) for each of a rule's counters, in the order and under the names of
 // counters_to_json(): "<outcome>_packets" and "<outcome>_bytes" per outcome, then
 // "active_flows" and "flows_evicted". Whatever else lists a rule's counters (telemetry) goes
-// through it, so the names cannot drift apart.
-template <class Fn>
-void for_each_rule_counter(const RuleSnapshot& r, Fn&& fn) {
+// through it, so the names cannot drift apart. `r` may be const (fn reads) or not (fn may
+// assign through its second argument, as the wire decoder does).
+template <class Rule, class Fn>
+void for_each_rule_counter(Rule& r, Fn&& fn) {
   for (size_t i = 0; i < kOutcomeCount; ++i) {
     const std::string base = outcome_name(Outcome(i));
     fn((base + "_packets").c_str(), r.traffic.packets[i]);
@@ -36,6 +37,16 @@ void for_each_rule_counter(const RuleSnapshot& r, Fn&& fn) {
   }
   fn("active_flows", r.active_flows);
   fn("flows_evicted", r.flows_evicted);
+}
+
+// The same for a port's counters (after "port", its number).
+template <class Port, class Fn>
+void for_each_port_counter(Port& p, Fn&& fn) {
+  fn("rx_packets", p.rx_packets);
+  fn("rx_bytes", p.rx_bytes);
+  fn("tx_packets", p.tx_packets);
+  fn("tx_bytes", p.tx_bytes);
+  fn("missed_packets", p.missed_packets);
 }
 
 // One line per rule plus the default, packet counts only, columns aligned.

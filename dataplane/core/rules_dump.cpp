@@ -120,6 +120,12 @@ std::string dump_rules_yaml(const RuleSet& rules) {
   return o.str();
 }
 
+std::string dump_rule_yaml(const Rule& rule) {
+  std::ostringstream o;
+  dump_rule(o, rule);
+  return o.str();
+}
+
 std::string format_duration(uint64_t ns) {
   struct Unit {
     uint64_t ns;

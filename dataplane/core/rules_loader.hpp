@@ -21,6 +21,8 @@ Result<RuleSet> load_rules_text(const std::string& text, const std::string& file
 // Writes a rules file that loads back to an equal RuleSet (every field except Rule::line,
 // which becomes the line in the new text). Rates are written as pps or bit/s.
 std::string dump_rules_yaml(const RuleSet& rules);
+// One rule as it appears under `rules:` in such a file ("  - name: ...").
+std::string dump_rule_yaml(const Rule& rule);
 
 // Spellings shared with the CLI's listings; each is what the rules file accepts.
 const char* algorithm_name(Algorithm a);                 // "token-bucket", ...

@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "control_server.hpp"
 #include "counters_json.hpp"
 #include "dataplane.hpp"
 #include "eal.hpp"
@@ -77,7 +78,8 @@ void print_table(const CountersSnapshot& snap, const DataplaneReport& report) {
 
 // Until a signal: the counters, published for telemetry every tick and printed every
 // --stats-interval, and link-state changes. The workers do everything else.
-void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_interval_ms) {
+void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_interval_ms,
+                  ControlServer* control) {
   const auto interval = std::chrono::milliseconds(stats_interval_ms);
   auto next_stats = Clock::now() + interval;
   auto next_link = Clock::now() + kLinkPoll;
@@ -90,6 +92,7 @@ void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_inte
       next_stats += interval;
       if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
     }
+    if (control != nullptr) control->publish(snap);
     publish_telemetry(std::move(snap));
     if (now >= next_link) {
       dp.log_link_changes();
@@ -108,6 +111,14 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   auto pipeline = make_pipeline(opts, failure);
   if (!pipeline) return pipeline.error();
 
+  // The control socket before the EAL too: a path in use or unusable is a usage error.
+  std::unique_ptr<ControlServer> control;
+  if (!opts.control_socket.empty()) {
+    auto server = ControlServer::start(opts.control_socket, dump_rules_yaml((*pipeline)->rules()));
+    if (!server) return server.error();
+    control = std::move(server).value();
+  }
+
   StopSignals signals;
   auto eal = Eal::init(opts.eal_args, failure);
   if (!eal) return eal.error();
@@ -120,16 +131,22 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   if (!dp) return dp.error();
   *failure = LiveFailure::runtime;
   if (Status s = register_telemetry(); !s) return s;
-  publish_telemetry((*dp)->snapshot());
+  {
+    const CountersSnapshot first = (*dp)->snapshot();
+    if (control) control->publish(first);
+    publish_telemetry(first);
+  }
   if (Status s = (*dp)->start(); !s) return s;
 
-  control_loop(**dp, signals, opts.stats_interval_ms);
+  control_loop(**dp, signals, opts.stats_interval_ms, control.get());
   live_log("signal %d: stopping", signals.signal_number());
   // Closed before reporting, so the report can say whether every mbuf came back.
   (*dp)->close();
 
   const CountersSnapshot snap = (*dp)->snapshot();
-  publish_telemetry(snap);  // the final figures, for a request that comes in from now on
+  // The final figures, for a request that comes in from now on.
+  if (control) control->publish(snap);
+  publish_telemetry(snap);
   const DataplaneReport report = (*dp)->report();
   print_table(snap, report);
   const WorkerStats& t = report.totals;

@@ -1,0 +1,200 @@
+#include "commands.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "counters_json.hpp"
+#include "rule_listing.hpp"
+#include "rules_loader.hpp"
+
+namespace sluice::ctl {
+
+namespace {
+
+Error usage_error(CommandContext& c, std::string message) {
+  *c.failure = Failure::usage;
+  return make_error(std::move(message));
+}
+
+Error runtime_error(CommandContext& c, const Error& e) {
+  *c.failure = Failure::runtime;
+  return e;
+}
+
+void print(CommandContext& c, const std::string& text) {
+  std::fputs(text.c_str(), c.out);
+  std::fflush(c.out);
+}
+
+// "--watch 0.5": seconds as a decimal, at least 1 ms.
+bool parse_seconds(const std::string& s, std::chrono::milliseconds* out) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !(v >= 0.001) || v > 86400) return false;
+  *out = std::chrono::milliseconds(static_cast<int64_t>(v * 1000));
+  return true;
+}
+
+bool parse_count(const std::string& s, uint64_t* out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size() && *out != 0;
+}
+
+Status run_stats(CommandContext& c) {
+  bool json = false, watch = false;
+  auto interval = std::chrono::milliseconds(1000);
+  uint64_t count = 0;  // 0: until interrupted
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    const std::string& a = c.args[i];
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--watch") {
+      watch = true;
+      if (i + 1 < c.args.size() && c.args[i + 1].rfind("--", 0) != 0 &&
+          !parse_seconds(c.args[++i], &interval))
+        return usage_error(c, "stats --watch: not a number of seconds (0.001 to 86400): " + c.args[i]);
+    } else if (a == "--count") {
+      if (i + 1 >= c.args.size() || !parse_count(c.args[++i], &count))
+        return usage_error(c, "stats --count: needs a number of reports above 0");
+    } else {
+      return usage_error(c, "stats: unknown argument " + a);
+    }
+  }
+  if (count != 0 && !watch) return usage_error(c, "stats --count: only with --watch");
+  if (!watch) count = 1;
+  for (uint64_t n = 0; count == 0 || n < count; ++n) {
+    if (n != 0) std::this_thread::sleep_for(interval);
+    auto snap = c.backend->stats();
+    if (!snap) return runtime_error(c, snap.error());
+    print(c, json ? counters_to_json(*snap) : counters_to_table(*snap) + (watch ? "\n" : ""));
+  }
+  return Ok{};
+}
+
+Result<RuleSet> running_rules(CommandContext& c) {
+  auto rules = c.backend->rules();
+  if (!rules) return runtime_error(c, rules.error());
+  return rules;
+}
+
+Status run_rule_list(CommandContext& c) {
+  if (!c.args.empty()) return usage_error(c, "rule list: takes no arguments");
+  auto rules = running_rules(c);
+  if (!rules) return rules.error();
+  print(c, rule_listing(*rules));
+  return Ok{};
+}
+
+Status run_rule_show(CommandContext& c) {
+  if (c.args.size() != 1) return usage_error(c, "rule show: needs one rule name");
+  auto rules = running_rules(c);
+  if (!rules) return rules.error();
+  for (const Rule& r : rules->rules) {
+    if (r.name == c.args[0]) {
+      print(c, dump_rule_yaml(r));
+      return Ok{};
+    }
+  }
+  return usage_error(c, "rule show: no rule named \"" + c.args[0] + "\"");
+}
+
+Status run_config_check(CommandContext& c) {
+  if (c.args.size() != 1) return usage_error(c, "config check: needs one rules file");
+  auto rules = load_rules_file(c.args[0]);
+  if (!rules) return usage_error(c, rules.error().message);
+  print(c, c.args[0] + ": ok, " + std::to_string(rules->rules.size()) + " rule(s), default " +
+               format_action(rules->default_action) + "\n");
+  return Ok{};
+}
+
+// Written under a temporary name and renamed: a reader never sees half a file.
+Status write_file(CommandContext& c, const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr)
+    return runtime_error(c, make_error(path + ": cannot write: " + std::strerror(errno)));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return runtime_error(c, make_error(path + ": cannot write: " + why));
+  }
+  return Ok{};
+}
+
+Status run_config_save(CommandContext& c) {
+  if (c.args.size() != 1) return usage_error(c, "config save: needs one file to write");
+  auto rules = running_rules(c);
+  if (!rules) return rules.error();
+  if (Status s = write_file(c, c.args[0], dump_rules_yaml(*rules)); !s) return s;
+  print(c, c.args[0] + ": saved " + std::to_string(rules->rules.size()) + " rule(s)\n");
+  return Ok{};
+}
+
+constexpr const char* kNotYet =
+    "not available in this build: sluiced's rules change only by restarting it with another "
+    "--config";
+
+}  // namespace
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {{"stats"}, "[--json] [--watch [SECONDS] [--count N]]",
+       "the counters of every rule, the default and the ports", true, run_stats},
+      {{"rule", "list"}, "", "the running rules, one line each", true, run_rule_list},
+      {{"rule", "show"}, "NAME", "one running rule, as in a rules file", true, run_rule_show},
+      {{"config", "check"}, "FILE", "validates a rules file (no backend needed)", false,
+       run_config_check},
+      {{"config", "save"}, "FILE", "writes the running rules as a rules file", true,
+       run_config_save},
+      {{"rule", "add"}, "...", kNotYet, true, nullptr},
+      {{"rule", "set"}, "...", kNotYet, true, nullptr},
+      {{"rule", "del"}, "...", kNotYet, true, nullptr},
+      {{"config", "load"}, "FILE", kNotYet, true, nullptr},
+      {{"flows", "top"}, "N", "not available in this build", true, nullptr},
+      {{"xdp", "attach"}, "IFACE", "not available in this build: the XDP backend is not built",
+       false, nullptr},
+      {{"xdp", "detach"}, "IFACE", "not available in this build: the XDP backend is not built",
+       false, nullptr},
+  };
+  return table;
+}
+
+const Command* find_command(const std::vector<std::string>& words, size_t* name_words) {
+  for (const Command& c : commands()) {
+    if (words.size() < c.words.size()) continue;
+    bool match = true;
+    for (size_t i = 0; i < c.words.size(); ++i) match = match && words[i] == c.words[i];
+    if (match) {
+      *name_words = c.words.size();
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+std::string usage_text() {
+  std::string out =
+      "usage: sluicectl [--socket SOCK | --xdp IFACE] COMMAND\n"
+      "  --socket SOCK   a running sluiced's control socket (sluiced ... -- --control SOCK);\n"
+      "                  default " + std::string(kDefaultSocket) + "\n"
+      "  --xdp IFACE     the XDP backend on IFACE (not available in this build)\n"
+      "commands:\n";
+  for (const Command& c : commands()) {
+    if (c.run == nullptr) continue;
+    std::string name;
+    for (const std::string& w : c.words) name += (name.empty() ? "" : " ") + w;
+    out += "  " + name + (c.usage.empty() ? "" : " " + c.usage) + "\n      " + c.summary + "\n";
+  }
+  out += "not available in this build: rule add/set/del, config load, flows top, xdp attach/detach\n"
+         "exit codes: 0 success, 1 runtime failure, 2 bad usage or invalid input\n";
+  return out;
+}
+
+}  // namespace sluice::ctl
