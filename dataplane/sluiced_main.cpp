@@ -36,16 +36,12 @@ int run_replay_mode(const sluice::ReplayOptions& opts, bool print_stats) {
 }
 
 int run_live_mode(const sluice::CliArgs& args) {
-  // An option of a later version: refused rather than silently ignored.
-  if (!args.metrics_addr.empty()) {
-    std::fprintf(stderr, "sluiced: --metrics is not available in this build\n");
-    return kExitUsage;
-  }
   sluice::LiveOptions opts;
   opts.eal_args = args.eal_args;
   opts.config_path = args.config_path;
   opts.report_path = args.report_path;
   opts.control_socket = args.control_socket;
+  opts.metrics_addr = args.metrics_addr;
   opts.stats_interval_ms = args.stats_interval_ms;
   opts.flows = args.flows;
   opts.mbufs = args.mbufs;

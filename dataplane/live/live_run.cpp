@@ -17,6 +17,7 @@
 #include "dataplane.hpp"
 #include "eal.hpp"
 #include "log.hpp"
+#include "metrics_server.hpp"
 #include "pipeline.hpp"
 #include "report.hpp"
 #include "rules_loader.hpp"
@@ -76,10 +77,41 @@ void print_table(const CountersSnapshot& snap, const DataplaneReport& report) {
   std::fflush(stdout);
 }
 
-// Until a signal: the counters, published for telemetry every tick and printed every
+// Everything that shows the counters to others while the dataplane runs: each keeps the copy
+// it is given and never touches the dataplane.
+struct CounterReaders {
+  std::unique_ptr<ControlServer> control;  // --control
+  std::unique_ptr<MetricsServer> metrics;  // --metrics
+
+  void publish(const CountersSnapshot& snap) const {
+    if (control) control->publish(snap);
+    if (metrics) metrics->publish(snap);
+    publish_telemetry(snap);
+  }
+};
+
+// Before the EAL, so a socket path or address in use or unusable is a usage error that
+// takes no device.
+Status start_readers(const LiveOptions& opts, const Pipeline& pipeline, CounterReaders* readers) {
+  if (!opts.control_socket.empty()) {
+    auto server = ControlServer::start(opts.control_socket, dump_rules_yaml(pipeline.rules()));
+    if (!server) return server.error();
+    readers->control = std::move(server).value();
+  }
+  if (!opts.metrics_addr.empty()) {
+    auto server = MetricsServer::start(opts.metrics_addr);
+    if (!server) return server.error();
+    readers->metrics = std::move(server).value();
+    live_log("metrics: http://%s/metrics (port %u)", opts.metrics_addr.c_str(),
+             unsigned(readers->metrics->port()));
+  }
+  return Ok{};
+}
+
+// Until a signal: the counters, published to their readers every tick and printed every
 // --stats-interval, and link-state changes. The workers do everything else.
 void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_interval_ms,
-                  ControlServer* control) {
+                  const CounterReaders& readers) {
   const auto interval = std::chrono::milliseconds(stats_interval_ms);
   auto next_stats = Clock::now() + interval;
   auto next_link = Clock::now() + kLinkPoll;
@@ -92,8 +124,7 @@ void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_inte
       next_stats += interval;
       if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
     }
-    if (control != nullptr) control->publish(snap);
-    publish_telemetry(std::move(snap));
+    readers.publish(snap);
     if (now >= next_link) {
       dp.log_link_changes();
       next_link = now + kLinkPoll;
@@ -111,13 +142,8 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   auto pipeline = make_pipeline(opts, failure);
   if (!pipeline) return pipeline.error();
 
-  // The control socket before the EAL too: a path in use or unusable is a usage error.
-  std::unique_ptr<ControlServer> control;
-  if (!opts.control_socket.empty()) {
-    auto server = ControlServer::start(opts.control_socket, dump_rules_yaml((*pipeline)->rules()));
-    if (!server) return server.error();
-    control = std::move(server).value();
-  }
+  CounterReaders readers;
+  if (Status s = start_readers(opts, **pipeline, &readers); !s) return s;
 
   StopSignals signals;
   auto eal = Eal::init(opts.eal_args, failure);
@@ -131,22 +157,16 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   if (!dp) return dp.error();
   *failure = LiveFailure::runtime;
   if (Status s = register_telemetry(); !s) return s;
-  {
-    const CountersSnapshot first = (*dp)->snapshot();
-    if (control) control->publish(first);
-    publish_telemetry(first);
-  }
+  readers.publish((*dp)->snapshot());
   if (Status s = (*dp)->start(); !s) return s;
 
-  control_loop(**dp, signals, opts.stats_interval_ms, control.get());
+  control_loop(**dp, signals, opts.stats_interval_ms, readers);
   live_log("signal %d: stopping", signals.signal_number());
   // Closed before reporting, so the report can say whether every mbuf came back.
   (*dp)->close();
 
   const CountersSnapshot snap = (*dp)->snapshot();
-  // The final figures, for a request that comes in from now on.
-  if (control) control->publish(snap);
-  publish_telemetry(snap);
+  readers.publish(snap);  // the final figures, for a request that comes in from now on
   const DataplaneReport report = (*dp)->report();
   print_table(snap, report);
   const WorkerStats& t = report.totals;

@@ -17,6 +17,7 @@ struct LiveOptions {
   std::string config_path;            // rules file (SPEC §2)
   std::string report_path;            // counters JSON at shutdown ("" = none)
   std::string control_socket;         // control socket path ("" = none)
+  std::string metrics_addr;           // HOST:PORT for Prometheus metrics ("" = none)
   uint64_t stats_interval_ms = 0;     // counters table on stdout this often (0 = never)
   uint64_t flows = 0;                 // flow slots of a keyed rule without max-flows (0 = core default)
   uint64_t hash_seed = 0;             // flow-table hash seed (0 = random per start)

@@ -2,8 +2,11 @@
 // bad usage or input), a clean stop on SIGINT/SIGTERM with final counters and REPORT.json
 // (with its "dataplane" object: drops outside the rules, the mbuf pool), --mbufs, and the same
 // counters as `sluiced --replay` on a capture fed through net_pcap with rules whose outcome
-// does not depend on timing. Each run gets its own EAL file prefix, removed after.
+// does not depend on timing; telemetry, the control socket with sluicectl, and --metrics.
+// Each run gets its own EAL file prefix, removed after.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -122,10 +125,70 @@ TEST_F(SluicedLive, BadRulesFileIsExit2BeforeEalStarts) {
   EXPECT_EQ(err.find("EAL:"), std::string::npos) << "EAL started for a bad rules file";
 }
 
-TEST_F(SluicedLive, MetricsIsRefusedUntilImplemented) {
+TEST_F(SluicedLive, BadMetricsAddressIsExit2BeforeEalStarts) {
   std::string err;
-  EXPECT_EQ(run_to_exit(live_args({"-l", "0,1"}, {"--config", path("pass.yaml"), "--metrics", "x"}), &err), 2);
-  EXPECT_NE(err.find("--metrics is not available in this build"), std::string::npos) << err;
+  EXPECT_EQ(run_to_exit(live_args({"-l", "0,1"}, {"--config", path("pass.yaml"), "--metrics", "9100"}), &err), 2);
+  EXPECT_NE(err.find("--metrics 9100: expected HOST:PORT"), std::string::npos) << err;
+  EXPECT_EQ(err.find("EAL"), std::string::npos) << err;
+}
+
+// One GET of http://127.0.0.1:port/metrics: the whole response ("" if nobody listens).
+std::string get_metrics(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string req = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, size_t(n));
+  }
+  close(fd);
+  return out;
+}
+
+// The value of one sample line ("NAME{LABELS} VALUE") of a metrics response; -1 if absent.
+int64_t metric(const std::string& response, const std::string& series) {
+  const size_t at = response.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stoll(response.substr(at + series.size() + 2));
+}
+
+// --metrics (SPEC §5): Prometheus text at /metrics on the address given, a consistent cut of
+// the live counters, gone when sluiced stops.
+TEST_F(SluicedLive, MetricsServesTheLiveCountersForPrometheus) {
+  ChildProcess p(live_args({"-l", "0,1", "--vdev", "net_null0"},
+                           {"--config", path("pass.yaml"), "--metrics", "127.0.0.1:0"}));
+  ASSERT_TRUE(p.wait_for_output([&](const std::string&) { return p.err().find("(port ") != std::string::npos; }, 30s))
+      << p.err();
+  const std::string log = p.err();
+  const uint16_t port = uint16_t(std::stoul(log.substr(log.find("(port ") + 6)));
+  ASSERT_NE(port, 0) << log;
+
+  const std::string matched = "sluice_packets_total{rule=\"default\",outcome=\"matched\"}";
+  const std::string passed = "sluice_packets_total{rule=\"default\",outcome=\"passed\"}";
+  std::string r;
+  for (int i = 0; i < 300 && metric(r, matched) <= 0; ++i) {
+    std::this_thread::sleep_for(20ms);
+    r = get_metrics(port);
+  }
+  ASSERT_GT(metric(r, matched), 0) << r << p.err();
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  for (int i = 0; i < 10; ++i) {
+    r = get_metrics(port);
+    EXPECT_EQ(metric(r, passed), metric(r, matched));
+    EXPECT_EQ(metric(r, "sluice_bytes_total{rule=\"default\",outcome=\"matched\"}"),
+              64 * metric(r, matched));
+  }
+  EXPECT_GE(metric(r, "sluice_port_rx_packets_total{port=\"0\"}"), metric(r, matched));
+
+  p.signal(SIGINT);
+  ASSERT_EQ(p.wait_exit(30s), 0) << p.err();
+  EXPECT_EQ(get_metrics(port), "") << "nothing listens once sluiced has stopped";
 }
 
 // sluicectl against a running sluiced's control socket (SPEC §1, §4): the socket is private

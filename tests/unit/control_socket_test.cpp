@@ -213,7 +213,7 @@ TEST_F(ControlSocket, AClientThatSaysNothingIsCutOffAndOthersAreServedAfterIt) {
   auto server = ControlServer::start(sock(), rules_yaml_);
   ASSERT_TRUE(server) << server.error().message;
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(raw_exchange("sta", /*shut_write=*/false), "error no request line within 1000 ms\n");
+  EXPECT_EQ(raw_exchange("sta", /*shut_write=*/false), "error no complete request within 1000 ms\n");
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
   EXPECT_TRUE(ctl::SocketBackend(sock()).rules());
 }

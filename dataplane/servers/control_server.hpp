@@ -11,10 +11,10 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "counters.hpp"
 #include "result.hpp"
+#include "stream_server.hpp"
 
 namespace sluice {
 
@@ -38,18 +38,16 @@ class ControlServer {
   std::string answer(std::string_view request) const;
 
  private:
-  ControlServer(std::string path, int listen_fd, int wake_fd[2], std::string rules_yaml);
-  void serve();
+  ControlServer(std::string path, std::string rules_yaml)
+      : path_(std::move(path)), rules_yaml_(std::move(rules_yaml)) {}
   void serve_one(int fd) const;
 
   const std::string path_;
-  const int listen_fd_;
-  const int wake_read_fd_, wake_write_fd_;  // a byte written here ends serve()
   const std::string rules_yaml_;
   mutable std::mutex mu_;
   std::string counters_text_;  // encode_counters() of the last publish(); guarded by mu_
   bool published_ = false;     // guarded by mu_
-  std::thread thread_;
+  std::unique_ptr<StreamServer> server_;  // last: stops before what it serves goes
 };
 
 }  // namespace sluice

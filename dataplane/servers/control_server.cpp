@@ -1,7 +1,5 @@
 #include "control_server.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -39,51 +37,6 @@ bool someone_listens(const sockaddr_un& addr) {
   return listens;
 }
 
-// Reads one request line from fd: the text before '\n' (or before the end, if the client shut
-// its side down without one). Empty with *why set when there is no request to answer.
-std::string read_request(int fd, std::string* why) {
-  std::string line;
-  char buf[256];
-  while (line.find('\n') == std::string::npos) {
-    if (line.size() > control::kMaxRequestBytes) {
-      *why = "request longer than " + std::to_string(control::kMaxRequestBytes) + " bytes";
-      return {};
-    }
-    pollfd p{fd, POLLIN, 0};
-    const int ready = poll(&p, 1, kRequestTimeoutMs);
-    if (ready == 0) {
-      *why = "no request line within " + std::to_string(kRequestTimeoutMs) + " ms";
-      return {};
-    }
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      *why = "poll: " + errno_text();
-      return {};
-    }
-    const ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    line.append(buf, size_t(n));
-  }
-  if (const size_t nl = line.find('\n'); nl != std::string::npos) line.resize(nl);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line.size() > control::kMaxRequestBytes) {
-    *why = "request longer than " + std::to_string(control::kMaxRequestBytes) + " bytes";
-    return {};
-  }
-  if (line.empty()) *why = "empty request";
-  return line;
-}
-
-void send_all(int fd, std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t n = send(fd, text.data(), text.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the client went away: nothing to tell it
-    text.remove_prefix(size_t(n));
-  }
-}
-
 }  // namespace
 
 Result<std::unique_ptr<ControlServer>> ControlServer::start(const std::string& path,
@@ -118,33 +71,18 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const std::string& p
     if (bound == 0) unlink(path.c_str());
     return make_error("--control " + path + ": cannot listen: " + why);
   }
-  int wake[2];
-  if (pipe2(wake, O_CLOEXEC) != 0) {
-    const std::string why = errno_text();
-    close(fd);
+  std::unique_ptr<ControlServer> control(new ControlServer(path, std::move(rules_yaml)));
+  auto server = StreamServer::start(fd, [c = control.get()](int client) { c->serve_one(client); });
+  if (!server) {
     unlink(path.c_str());
-    return make_error("--control: pipe: " + why);
+    return make_error("--control: " + server.error().message);
   }
-  return std::unique_ptr<ControlServer>(new ControlServer(path, fd, wake, std::move(rules_yaml)));
-}
-
-ControlServer::ControlServer(std::string path, int listen_fd, int wake_fd[2], std::string rules_yaml)
-    : path_(std::move(path)),
-      listen_fd_(listen_fd),
-      wake_read_fd_(wake_fd[0]),
-      wake_write_fd_(wake_fd[1]),
-      rules_yaml_(std::move(rules_yaml)) {
-  thread_ = std::thread([this] { serve(); });
+  control->server_ = std::move(server).value();
+  return control;
 }
 
 ControlServer::~ControlServer() {
-  const char byte = 0;
-  while (write(wake_write_fd_, &byte, 1) < 0 && errno == EINTR) {
-  }
-  thread_.join();
-  close(listen_fd_);
-  close(wake_read_fd_);
-  close(wake_write_fd_);
+  server_.reset();
   unlink(path_.c_str());
 }
 
@@ -170,24 +108,11 @@ std::string ControlServer::answer(std::string_view request) const {
 
 void ControlServer::serve_one(int fd) const {
   std::string why;
-  const std::string request = read_request(fd, &why);
-  send_all(fd, why.empty() ? answer(request) : control::error_reply(why));
-}
-
-void ControlServer::serve() {
-  for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_read_fd_, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (fds[1].revents != 0) return;
-    if (fds[0].revents == 0) continue;
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;  // the client gave up already, or fds ran out: try the next one
-    serve_one(fd);
-    close(fd);
-  }
+  std::string request = read_until(fd, "\n", control::kMaxRequestBytes, kRequestTimeoutMs, &why);
+  if (!why.empty()) return send_all(fd, control::error_reply(why));
+  if (const size_t nl = request.find('\n'); nl != std::string::npos) request.resize(nl);
+  if (!request.empty() && request.back() == '\r') request.pop_back();
+  send_all(fd, request.empty() ? control::error_reply("empty request") : answer(request));
 }
 
 }  // namespace sluice
