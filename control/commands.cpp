@@ -45,6 +45,24 @@ bool parse_count(const std::string& s, uint64_t* out) {
   return ec == std::errc() && end == s.data() + s.size() && *out != 0;
 }
 
+// The live dataplane's counters outside the rules, under the rules table, names as in the
+// report: "dataplane: rx_packets 10  tx_packets 9  ...".
+std::string dataplane_line(const CountersSnapshot& snap) {
+  if (snap.dataplane.empty()) return "";
+  std::string out = "dataplane:";
+  for (const NamedCounter& n : snap.dataplane) out += "  " + n.name + " " + std::to_string(n.value);
+  return out + "\n";
+}
+
+// ... and as REPORT.json's "dataplane" object holds them (its totals).
+std::string stats_json(const CountersSnapshot& snap) {
+  if (snap.dataplane.empty()) return counters_to_json(snap);
+  std::string object = "{";
+  for (const NamedCounter& n : snap.dataplane)
+    object += (object.size() > 1 ? ", " : "") + json_quote(n.name) + ": " + std::to_string(n.value);
+  return counters_to_json(snap, {{"dataplane", object + "}"}});
+}
+
 Status run_stats(CommandContext& c) {
   bool json = false, watch = false;
   auto interval = std::chrono::milliseconds(1000);
@@ -71,7 +89,8 @@ Status run_stats(CommandContext& c) {
     if (n != 0) std::this_thread::sleep_for(interval);
     auto snap = c.backend->stats();
     if (!snap) return runtime_error(c, snap.error());
-    print(c, json ? counters_to_json(*snap) : counters_to_table(*snap) + (watch ? "\n" : ""));
+    print(c, json ? stats_json(*snap)
+                  : counters_to_table(*snap) + dataplane_line(*snap) + (watch ? "\n" : ""));
   }
   return Ok{};
 }

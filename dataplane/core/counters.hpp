@@ -66,10 +66,20 @@ struct PortSnapshot {
   uint64_t rx_bytes = 0, tx_bytes = 0;
 };
 
+// A counter of what happened outside the rules (the live dataplane's drops on a full TX
+// buffer, its mbuf pool, ...), named as in the live REPORT.json's "dataplane" object. A gauge
+// goes up and down (mbufs in use); the others only grow.
+struct NamedCounter {
+  std::string name;
+  uint64_t value = 0;
+  bool gauge = false;
+};
+
 struct CountersSnapshot {
   std::vector<RuleSnapshot> rules;
   RuleSnapshot default_rule;  // name "default"
   std::vector<PortSnapshot> ports;
+  std::vector<NamedCounter> dataplane;  // live mode only: for sluicectl and --metrics
 };
 
 }  // namespace sluice

@@ -37,9 +37,12 @@ void family(std::string& out, const char* name, const char* type, const char* he
 
 void sample(std::string& out, const std::string& name, const std::string& labels, uint64_t value) {
   out += name;
-  out += '{';
-  out += labels;
-  out += "} ";
+  if (!labels.empty()) {
+    out += '{';
+    out += labels;
+    out += '}';
+  }
+  out += ' ';
   out += std::to_string(value);
   out += '\n';
 }
@@ -89,6 +92,12 @@ std::string counters_to_prometheus(const CountersSnapshot& s) {
         });
       }
     }
+  }
+  for (const NamedCounter& c : s.dataplane) {
+    const std::string name = "sluice_dataplane_" + c.name + (c.gauge ? "" : "_total");
+    family(out, name.c_str(), c.gauge ? "gauge" : "counter",
+           "The live dataplane, outside the rules (REPORT.json \"dataplane\").");
+    sample(out, name, "", c.value);
   }
   return out;
 }

@@ -83,6 +83,12 @@ std::string encode_counters(const CountersSnapshot& snapshot) {
     });
     out += '\n';
   }
+  for (const bool gauges : {false, true}) {
+    std::string line;
+    for (const NamedCounter& c : snapshot.dataplane)
+      if (c.gauge == gauges) line += ' ' + c.name + ' ' + std::to_string(c.value);
+    if (!line.empty()) out += (gauges ? "dataplane gauges" : "dataplane counters") + line + '\n';
+  }
   return out;
 }
 
@@ -118,6 +124,18 @@ Result<CountersSnapshot> decode_counters(std::string_view text) {
       p.port = uint16_t(id);
       read = read_pairs(words, p);
       snap.ports.push_back(p);
+    } else if (words[0] == "dataplane") {
+      if (words[1] != "counters" && words[1] != "gauges")
+        return make_error(where + "dataplane: expected counters or gauges, not " +
+                          std::string(words[1]));
+      if (words.size() % 2 != 0) return make_error(where + "a counter without a value");
+      for (size_t i = 2; i < words.size(); i += 2) {
+        NamedCounter c{std::string(words[i]), 0, words[1] == "gauges"};
+        if (!parse_u64(words[i + 1], &c.value))
+          return make_error(where + "counter " + c.name + ": not a number: " +
+                            std::string(words[i + 1]));
+        snap.dataplane.push_back(std::move(c));
+      }
     } else {
       return make_error(where + "unknown kind " + std::string(words[0]));
     }

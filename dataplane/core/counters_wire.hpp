@@ -4,6 +4,8 @@
 //   rule NAME KEY VALUE KEY VALUE ...     (the rules in order; keys of for_each_rule_counter)
 //   default default KEY VALUE ...
 //   port N KEY VALUE ...                  (keys of for_each_port_counter)
+//   dataplane counters KEY VALUE ...      (CountersSnapshot::dataplane, live mode only)
+//   dataplane gauges KEY VALUE ...
 //
 // Rule names are words (rules_values.cpp: valid_name), so a space ends them. The decoder
 // rejects a malformed line with its number; keys it does not know are skipped, so a newer

@@ -119,8 +119,10 @@ void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_inte
     std::this_thread::sleep_for(kControlTick);
     const auto now = Clock::now();
     CountersSnapshot snap = dp.snapshot();
+    const DataplaneReport report = dp.report();
+    snap.dataplane = dataplane_counters(report);
     if (stats_interval_ms != 0 && now >= next_stats) {
-      print_table(snap, dp.report());
+      print_table(snap, report);
       next_stats += interval;
       if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
     }
@@ -157,7 +159,11 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   if (!dp) return dp.error();
   *failure = LiveFailure::runtime;
   if (Status s = register_telemetry(); !s) return s;
-  readers.publish((*dp)->snapshot());
+  {
+    CountersSnapshot first = (*dp)->snapshot();
+    first.dataplane = dataplane_counters((*dp)->report());
+    readers.publish(first);
+  }
   if (Status s = (*dp)->start(); !s) return s;
 
   control_loop(**dp, signals, opts.stats_interval_ms, readers);
@@ -165,9 +171,10 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   // Closed before reporting, so the report can say whether every mbuf came back.
   (*dp)->close();
 
-  const CountersSnapshot snap = (*dp)->snapshot();
-  readers.publish(snap);  // the final figures, for a request that comes in from now on
+  CountersSnapshot snap = (*dp)->snapshot();
   const DataplaneReport report = (*dp)->report();
+  snap.dataplane = dataplane_counters(report);
+  readers.publish(snap);  // the final figures, for a request that comes in from now on
   print_table(snap, report);
   const WorkerStats& t = report.totals;
   live_log("stopped: %llu received, %llu sent, %llu dropped on a full TX buffer, %llu on a full "

@@ -15,13 +15,19 @@ void field(std::string& out, const char* key, uint64_t value, bool* first) {
   out += std::to_string(value);
 }
 
+// A worker's counters under their REPORT.json names: the one list of them.
+template <class Fn>
+void for_each_worker_stat(const WorkerStats& s, Fn&& fn) {
+  fn("rx_packets", s.rx_packets);
+  fn("tx_packets", s.tx_packets);
+  fn("dropped_tx_buffer_full", s.tx_dropped);
+  fn("dropped_shaper_full", s.shaper_overflow);
+  fn("dropped_at_shutdown", s.shutdown_dropped);
+  fn("flows_expired", s.flows_expired);
+}
+
 void worker_fields(std::string& out, const WorkerStats& s, bool* first) {
-  field(out, "rx_packets", s.rx_packets, first);
-  field(out, "tx_packets", s.tx_packets, first);
-  field(out, "dropped_tx_buffer_full", s.tx_dropped, first);
-  field(out, "dropped_shaper_full", s.shaper_overflow, first);
-  field(out, "dropped_at_shutdown", s.shutdown_dropped, first);
-  field(out, "flows_expired", s.flows_expired, first);
+  for_each_worker_stat(s, [&](const char* key, uint64_t value) { field(out, key, value, first); });
 }
 
 }  // namespace
@@ -58,6 +64,14 @@ std::string dataplane_report_json(const DataplaneReport& r) {
   out += r.workers.empty() ? "]" : "\n    ]";
   out += "}";
   return out;
+}
+
+std::vector<NamedCounter> dataplane_counters(const DataplaneReport& r) {
+  std::vector<NamedCounter> v;
+  for_each_worker_stat(r.totals, [&](const char* key, uint64_t value) { v.push_back({key, value, false}); });
+  v.push_back({"mbufs_total", r.mbufs.total, true});
+  v.push_back({"mbufs_in_use", r.mbufs.in_use, true});
+  return v;
 }
 
 std::string live_report_json(const CountersSnapshot& snapshot, const DataplaneReport& report) {

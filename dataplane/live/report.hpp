@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "counters.hpp"
 #include "dataplane.hpp"
@@ -24,6 +25,10 @@ std::string dataplane_report_json(const DataplaneReport& report);
 
 // REPORT.json of live mode: the counters of SPEC §5 plus "dataplane".
 std::string live_report_json(const CountersSnapshot& snapshot, const DataplaneReport& report);
+
+// The totals of the "dataplane" object (worker counters, then the pool's mbufs_total and
+// mbufs_in_use as gauges), for the readers of a running dataplane (CountersSnapshot::dataplane).
+std::vector<NamedCounter> dataplane_counters(const DataplaneReport& report);
 
 // The "dataplane: ..." line, and a "port N errors: ..." line per port with any, each ending
 // in a newline.

@@ -185,6 +185,8 @@ TEST_F(SluicedLive, MetricsServesTheLiveCountersForPrometheus) {
               64 * metric(r, matched));
   }
   EXPECT_GE(metric(r, "sluice_port_rx_packets_total{port=\"0\"}"), metric(r, matched));
+  EXPECT_GE(metric(r, "sluice_dataplane_rx_packets_total"), metric(r, matched));
+  EXPECT_GT(metric(r, "sluice_dataplane_mbufs_total"), 0);
 
   p.signal(SIGINT);
   ASSERT_EQ(p.wait_exit(30s), 0) << p.err();
@@ -239,6 +241,10 @@ rules:
     EXPECT_EQ(d.u64("matched_bytes"), 64 * d.u64("matched_packets"));  // net_null: 64 B frames
   }
   const Json j = Json::parse(out);
+  // The dataplane's own counters ride along: every packet matched was received.
+  EXPECT_GE(j.at("dataplane").u64("rx_packets"), j.at("default").u64("matched_packets"));
+  EXPECT_GT(j.at("dataplane").u64("mbufs_total"), 0u);
+  EXPECT_TRUE(j.at("dataplane").has("dropped_tx_buffer_full"));
   EXPECT_EQ(j.at("rules").items.at(1).at("name").str, "per-source");
   EXPECT_EQ(j.at("rules").items.at(1).u64("matched_packets"), 0u);
 

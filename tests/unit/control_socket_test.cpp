@@ -41,6 +41,8 @@ CountersSnapshot sample_snapshot() {
   s.default_rule.name = "default";
   s.default_rule.traffic.add(Outcome::passed, 64);
   s.ports.push_back({3, 10, 9, 1, 640, 576});
+  s.dataplane = {{"rx_packets", 10, false}, {"dropped_tx_buffer_full", 1, false},
+                 {"mbufs_in_use", 77, true}};
   return s;
 }
 
@@ -53,6 +55,13 @@ TEST(CountersWire, RoundTripsEveryCounterOfRulesDefaultAndPorts) {
   EXPECT_EQ(back->rules.at(1).traffic.pkts(Outcome::red), 18446744073709551615ull);
   EXPECT_EQ(back->ports.at(0).port, 3);
   EXPECT_EQ(back->ports.at(0).tx_bytes, 576u);
+  ASSERT_EQ(back->dataplane.size(), 3u);
+  EXPECT_EQ(back->dataplane[1].name, "dropped_tx_buffer_full");
+  EXPECT_EQ(back->dataplane[1].value, 1u);
+  EXPECT_FALSE(back->dataplane[1].gauge);
+  EXPECT_EQ(back->dataplane[2].name, "mbufs_in_use");
+  EXPECT_EQ(back->dataplane[2].value, 77u);
+  EXPECT_TRUE(back->dataplane[2].gauge);
 }
 
 TEST(CountersWire, SkipsCountersItDoesNotKnow) {
@@ -71,6 +80,8 @@ TEST(CountersWire, RejectsMalformedTextWithTheLine) {
       {"rule a matched_packets 18446744073709551616\ndefault default\n", "not a number"},
       {"flow x\ndefault default\n", "line 1: unknown kind flow"},
       {"port 70000 rx_packets 1\ndefault default\n", "not a port number: 70000"},
+      {"default default\ndataplane totals rx 1\n", "line 2: dataplane: expected counters or gauges"},
+      {"default default\ndataplane gauges rx x\n", "counter rx: not a number: x"},
       {"rule\n", "line 1: expected a kind and a name"},
       {"rule a matched_packets 1\n", "no line for the default rule"},
       {"", "no line for the default rule"},

@@ -34,13 +34,14 @@ CountersSnapshot sample() {
   s.default_rule.traffic.add(Outcome::passed, 64);
   s.ports.push_back({0, 10, 8, 2, 640, 512});
   s.ports.push_back({1, 8, 10, 0, 512, 640});
+  s.dataplane = {{"dropped_shaper_full", 3, false}, {"mbufs_in_use", 12, true}};
   return s;
 }
 
 // Every sample line of a text exposition, "name{labels}" -> value; fails the test on a line
 // that is neither a comment nor a well-formed sample.
 std::map<std::string, uint64_t> samples(const std::string& text) {
-  static const std::regex kSample(R"(^([a-z_]+)\{([a-z_]+="[^"\\\n]*"(,[a-z_]+="[^"\\\n]*")*)\} ([0-9]+)$)");
+  static const std::regex kSample(R"(^([a-z_]+)(\{[a-z_]+="[^"\\\n]*"(,[a-z_]+="[^"\\\n]*")*\})? ([0-9]+)$)");
   static const std::regex kComment(R"(^# (HELP|TYPE) [a-z_]+ .+$)");
   std::map<std::string, uint64_t> out;
   std::istringstream in(text);
@@ -50,8 +51,8 @@ std::map<std::string, uint64_t> samples(const std::string& text) {
     if (std::regex_match(line, kComment)) continue;
     EXPECT_TRUE(std::regex_match(line, m, kSample)) << "malformed line: " << line;
     if (m.empty()) continue;
-    EXPECT_EQ(out.count(m[1].str() + "{" + m[2].str() + "}"), 0u) << "repeated: " << line;
-    out[m[1].str() + "{" + m[2].str() + "}"] = std::stoull(m[4].str());
+    EXPECT_EQ(out.count(m[1].str() + m[2].str()), 0u) << "repeated: " << line;
+    out[m[1].str() + m[2].str()] = std::stoull(m[4].str());
   }
   return out;
 }
@@ -66,8 +67,11 @@ TEST(Prometheus, EveryCounterOfEveryRuleTheDefaultAndThePorts) {
   EXPECT_EQ(s.at("sluice_flows_evicted_total{rule=\"per-source\"}"), 9u);
   EXPECT_EQ(s.at("sluice_port_missed_packets_total{port=\"0\"}"), 2u);
   EXPECT_EQ(s.at("sluice_port_tx_bytes_total{port=\"1\"}"), 640u);
-  // 2 rules x 11 outcomes x 2 families + 2 x 2 flow gauges/counters + 2 ports x 5.
-  EXPECT_EQ(s.size(), 2u * kOutcomeCount * 2 + 4 + 10);
+  EXPECT_EQ(s.at("sluice_dataplane_dropped_shaper_full_total"), 3u);
+  EXPECT_EQ(s.at("sluice_dataplane_mbufs_in_use"), 12u);
+  EXPECT_NE(text.find("# TYPE sluice_dataplane_mbufs_in_use gauge\n"), std::string::npos);
+  // 2 rules x 11 outcomes x 2 families + 2 x 2 flow gauges/counters + 2 ports x 5 + 2.
+  EXPECT_EQ(s.size(), 2u * kOutcomeCount * 2 + 4 + 10 + 2);
   // Each family declared once, before its samples.
   for (const char* family : {"sluice_packets_total counter", "sluice_active_flows gauge",
                              "sluice_port_rx_packets_total counter"}) {

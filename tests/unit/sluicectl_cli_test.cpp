@@ -100,6 +100,8 @@ CountersSnapshot counters() {
   s.default_rule.name = "default";
   for (int i = 0; i < 5; ++i) s.default_rule.traffic.add(Outcome::passed, 64);
   s.ports.push_back({0, 6, 5, 0, 384, 320});
+  s.dataplane = {{"rx_packets", 6, false}, {"dropped_tx_buffer_full", 1, false},
+                 {"mbufs_in_use", 40, true}};
   return s;
 }
 
@@ -159,6 +161,8 @@ TEST_F(SluicectlCli, StatsAsATableAndAsTheJsonOfTheReport) {
   ASSERT_EQ(table.code, 0) << table.err;
   EXPECT_NE(table.out.find("udp-only"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("port 0: rx 6  tx 5  missed 0"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("dataplane:  rx_packets 6  dropped_tx_buffer_full 1  mbufs_in_use 40\n"),
+            std::string::npos) << table.out;
 
   Exit json = run({"--socket", path("s.sock"), "stats", "--json"});
   ASSERT_EQ(json.code, 0) << json.err;
@@ -168,6 +172,8 @@ TEST_F(SluicectlCli, StatsAsATableAndAsTheJsonOfTheReport) {
   EXPECT_EQ(j.at("rules").items.at(1).u64("active_flows"), 3u);
   EXPECT_EQ(j.at("default").u64("passed_packets"), 5u);
   EXPECT_EQ(j.at("ports").items.at(0).u64("tx_bytes"), 320u);
+  EXPECT_EQ(j.at("dataplane").u64("dropped_tx_buffer_full"), 1u);
+  EXPECT_EQ(j.at("dataplane").u64("mbufs_in_use"), 40u);
 }
 
 TEST_F(SluicectlCli, WatchRepeatsTheReportCountTimes) {
