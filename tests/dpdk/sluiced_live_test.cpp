@@ -89,6 +89,15 @@ class SluicedLive : public ::testing::Test {
   std::vector<std::string> prefixes_;
 };
 
+// Two rules that net_null's all-zero frames (EtherType 0, not IP) never match: every packet
+// goes to the default, which passes it.
+constexpr const char* kTwoRules = R"(
+default: {action: pass}
+rules:
+  - {name: udp-only, match: {proto: udp}, key: none, rate: 1kpps, burst: 10, action: drop}
+  - {name: per-source, match: {proto: tcp}, key: src-ip, rate: 1kpps, burst: 10, action: drop}
+)";
+
 TEST_F(SluicedLive, NoPortsIsExit2WithTheReason) {
   std::string err;
   EXPECT_EQ(run_to_exit(live_args({"-l", "0,1"}, {"--config", path("pass.yaml")}), &err), 2);
@@ -199,12 +208,7 @@ TEST_F(SluicedLive, MetricsServesTheLiveCountersForPrometheus) {
 TEST_F(SluicedLive, SluicectlReadsTheRunningDataplaneThroughItsControlSocket) {
   const char* ctl = std::getenv("SLUICECTL");
   if (ctl == nullptr) GTEST_SKIP() << "SLUICECTL not set";
-  write("two.yaml", R"(
-default: {action: pass}
-rules:
-  - {name: udp-only, match: {proto: udp}, key: none, rate: 1kpps, burst: 10, action: drop}
-  - {name: per-source, match: {proto: tcp}, key: src-ip, rate: 1kpps, burst: 10, action: drop}
-)");
+  write("two.yaml", kTwoRules);
   const std::string sock = path("run/sluiced.sock");  // run/ does not exist yet: sluiced makes it
   ChildProcess p(live_args({"-l", "0,1", "--vdev", "net_null0"},
                            {"--config", path("two.yaml"), "--control", sock}));
@@ -316,12 +320,7 @@ class TelemetryClient {
 };
 
 TEST_F(SluicedLive, TelemetryServesEachRulesCounters) {
-  write("two.yaml", R"(
-default: {action: pass}
-rules:
-  - {name: udp-only, match: {proto: udp}, key: none, rate: 1kpps, burst: 10, action: drop}
-  - {name: per-source, match: {proto: tcp}, key: src-ip, rate: 1kpps, burst: 10, action: drop}
-)");
+  write("two.yaml", kTwoRules);
   ChildProcess p(live_args({"-l", "0,1", "--vdev", "net_null0"},
                            {"--config", path("two.yaml"), "--report", path("two.json")},
                            /*telemetry=*/true));
