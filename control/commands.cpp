@@ -1,14 +1,11 @@
 #include "commands.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <thread>
 
 #include "counters_json.hpp"
+#include "output_file.hpp"
 #include "rule_listing.hpp"
 #include "rules_loader.hpp"
 
@@ -131,27 +128,12 @@ Status run_config_check(CommandContext& c) {
   return Ok{};
 }
 
-// Written under a temporary name and renamed: a reader never sees half a file.
-Status write_file(CommandContext& c, const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr)
-    return runtime_error(c, make_error(path + ": cannot write: " + std::strerror(errno)));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return runtime_error(c, make_error(path + ": cannot write: " + why));
-  }
-  return Ok{};
-}
-
 Status run_config_save(CommandContext& c) {
   if (c.args.size() != 1) return usage_error(c, "config save: needs one file to write");
   auto rules = running_rules(c);
   if (!rules) return rules.error();
-  if (Status s = write_file(c, c.args[0], dump_rules_yaml(*rules)); !s) return s;
+  if (Status s = write_file_atomically(c.args[0], dump_rules_yaml(*rules)); !s)
+    return runtime_error(c, s.error());
   print(c, c.args[0] + ": saved " + std::to_string(rules->rules.size()) + " rule(s)\n");
   return Ok{};
 }
@@ -185,6 +167,12 @@ const std::vector<Command>& commands() {
   return table;
 }
 
+std::string command_name(const Command& c) {
+  std::string name;
+  for (const std::string& w : c.words) name += (name.empty() ? "" : " ") + w;
+  return name;
+}
+
 const Command* find_command(const std::vector<std::string>& words, size_t* name_words) {
   for (const Command& c : commands()) {
     if (words.size() < c.words.size()) continue;
@@ -207,11 +195,14 @@ std::string usage_text() {
       "commands:\n";
   for (const Command& c : commands()) {
     if (c.run == nullptr) continue;
-    std::string name;
-    for (const std::string& w : c.words) name += (name.empty() ? "" : " ") + w;
-    out += "  " + name + (c.usage.empty() ? "" : " " + c.usage) + "\n      " + c.summary + "\n";
+    out += "  " + command_name(c) + (c.usage.empty() ? "" : " " + c.usage) + "\n      " + c.summary + "\n";
   }
-  out += "not available in this build: rule add/set/del, config load, flows top, xdp attach/detach\n"
+  std::string missing;
+  for (const Command& c : commands()) {
+    if (c.run != nullptr) continue;
+    missing += (missing.empty() ? "" : ", ") + command_name(c);
+  }
+  out += "not available in this build: " + missing + "\n" +
          "exit codes: 0 success, 1 runtime failure, 2 bad usage or invalid input\n";
   return out;
 }

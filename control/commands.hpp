@@ -37,6 +37,9 @@ struct Command {
 
 const std::vector<Command>& commands();
 
+// "rule list"
+std::string command_name(const Command& c);
+
 // The command `words` start with, and how many words its name takes; null if none.
 const Command* find_command(const std::vector<std::string>& words, size_t* name_words);
 

@@ -1,5 +1,6 @@
 // sluicectl: the only place that turns errors into exit codes (SPEC §1: 0 success, 1 runtime
 // failure, 2 bad usage or invalid input).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -51,8 +52,7 @@ int main(int argc, char** argv) {
   std::string name;
   for (size_t w = 0; w < std::min(words.size(), size_t(2)); ++w) name += (w ? " " : "") + words[w];
   if (command == nullptr) return usage_failure("unknown command \"" + name + "\"");
-  name.clear();
-  for (const std::string& w : command->words) name += (name.empty() ? "" : " ") + w;
+  name = command_name(*command);
   if (command->run == nullptr) {
     std::fprintf(stderr, "sluicectl: %s: %s\n", name.c_str(), command->summary.c_str());
     return kExitUsage;

@@ -1,11 +1,7 @@
 #include "live_run.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -18,6 +14,7 @@
 #include "eal.hpp"
 #include "log.hpp"
 #include "metrics_server.hpp"
+#include "output_file.hpp"
 #include "pipeline.hpp"
 #include "report.hpp"
 #include "rules_loader.hpp"
@@ -53,21 +50,6 @@ Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts, LiveFai
   } catch (const std::length_error& e) {
     return make_error(std::string("flow table too large: ") + e.what());
   }
-}
-
-// Written under a temporary name and renamed, so a reader never sees half a report.
-Status write_report(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return make_error(path + ": cannot write: " + std::strerror(errno));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return make_error(path + ": cannot write: " + why);
-  }
-  return Ok{};
 }
 
 void print_table(const CountersSnapshot& snap, const DataplaneReport& report) {
@@ -185,7 +167,7 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
            static_cast<unsigned long long>(t.shutdown_dropped),
            static_cast<unsigned long long>(t.flows_expired));
   if (!opts.report_path.empty()) {
-    if (Status s = write_report(opts.report_path, live_report_json(snap, report)); !s) return s;
+    if (Status s = write_file_atomically(opts.report_path, live_report_json(snap, report)); !s) return s;
   }
   return Ok{};
 }

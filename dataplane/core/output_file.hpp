@@ -31,4 +31,8 @@ class OutputFile {
 // Writes `text` to `path` in one go, reporting any write error.
 Status write_text_file(const std::string& path, const std::string& text);
 
+// write_text_file to an OutputFile, committed: `path` holds either its old content or all of
+// `text`, never a part (REPORT.json of a live run, sluicectl config save).
+Status write_file_atomically(const std::string& path, const std::string& text);
+
 }  // namespace sluice

@@ -39,4 +39,15 @@ Status write_text_file(const std::string& path, const std::string& text) {
   return Ok{};
 }
 
+Status write_file_atomically(const std::string& path, const std::string& text) {
+  OutputFile out(path);
+  if (Status s = write_text_file(out.temp_path(), text); !s) {
+    // Said of the file the user named, not of our temporary one.
+    std::string message = s.error().message;
+    if (message.rfind(out.temp_path(), 0) == 0) message.replace(0, out.temp_path().size(), path);
+    return make_error(message);
+  }
+  return out.commit();
+}
+
 }  // namespace sluice
