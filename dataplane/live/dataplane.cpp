@@ -272,8 +272,8 @@ CountersSnapshot Dataplane::snapshot() {
     // Not started, or joined: nothing writes the counters, read them directly.
     for (const auto& w : workers_) counters.push_back(&w->counters());
   } else {
-    if (answers_.empty())
-      for (const auto& w : workers_) answers_.push_back(WorkerCounters(w->counters()));
+    // Zeroes until a worker's first answer (never a read of the counters it is writing).
+    if (answers_.empty()) answers_.assign(workers_.size(), pipeline_.make_counters());
     // Ask every worker first, so they answer in parallel.
     for (auto& w : workers_)
       if (w->has_queues()) w->handoff().ask();
