@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 
@@ -60,13 +61,18 @@ std::string read_until(int fd, std::string_view end, size_t max_bytes, int timeo
   std::string got;
   char buf[512];
   why->clear();
+  // One deadline for the whole request, not per read: a client sending a byte at a time
+  // must not hold the server for max_bytes timeouts.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (got.find(end) == std::string::npos) {
     if (got.size() > max_bytes) {
       *why = "request longer than " + std::to_string(max_bytes) + " bytes";
       return {};
     }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     pollfd p{fd, POLLIN, 0};
-    const int ready = poll(&p, 1, timeout_ms);
+    const int ready = left.count() <= 0 ? 0 : poll(&p, 1, int(left.count()));
     if (ready == 0) {
       *why = "no complete request within " + std::to_string(timeout_ms) + " ms";
       return {};

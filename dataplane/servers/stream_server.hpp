@@ -37,8 +37,8 @@ class StreamServer {
 };
 
 // What a client sent until `end` appeared (end included), or an empty result with *why set:
-// it sent more than max_bytes first, nothing for timeout_ms, or hung up (then *why is empty
-// and the result is what it sent).
+// it sent more than max_bytes first, or had not finished within timeout_ms (in all, however
+// it trickles). If it hung up first, *why is empty and the result is what it sent.
 std::string read_until(int fd, std::string_view end, size_t max_bytes, int timeout_ms,
                        std::string* why);
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "control_protocol.hpp"
 #include "control_server.hpp"
@@ -227,6 +228,29 @@ TEST_F(ControlSocket, AClientThatSaysNothingIsCutOffAndOthersAreServedAfterIt) {
   EXPECT_EQ(raw_exchange("sta", /*shut_write=*/false), "error no complete request within 1000 ms\n");
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
   EXPECT_TRUE(ctl::SocketBackend(sock()).rules());
+}
+
+TEST_F(ControlSocket, AClientTricklingItsRequestIsCutOffAtOneDeadline) {
+  auto server = ControlServer::start(sock(), rules_yaml_);
+  ASSERT_TRUE(server) << server.error().message;
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, sock().c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const auto start = std::chrono::steady_clock::now();
+  // One byte every 300 ms: each wait is shorter than the timeout, the whole is not.
+  std::string reply;
+  for (int i = 0; i < 20 && reply.empty(); ++i) {
+    send(fd, "s", 1, MSG_NOSIGNAL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    char buf[256];
+    const ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) reply.assign(buf, size_t(n));
+  }
+  close(fd);
+  EXPECT_EQ(reply, "error no complete request within 1000 ms\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
 }
 
 TEST_F(ControlSocket, ReplacesAStaleSocketButNotALiveOneOrAnotherFile) {
