@@ -97,9 +97,7 @@ trap 'exit 143' TERM
 
 NS_DP=sluice-demo-dp-$IT_ID NS_TX=sluice-demo-tx-$IT_ID
 DP_IF=sdemo$IT_ID TX_IF=tdemo$IT_ID
-it_netns "$NS_DP"
-it_netns "$NS_TX"
-it_veth "$DP_IF" "$NS_DP" "$TX_IF" "$NS_TX"
+it_netns_veth "$DP_IF" "$NS_DP" "$TX_IF" "$NS_TX"
 echo "== namespaces $NS_TX ($TX_IF: sluice-sender) <-veth-> $NS_DP ($DP_IF: sluiced)"
 echo "== rules: $RULES"
 

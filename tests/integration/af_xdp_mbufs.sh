@@ -34,9 +34,7 @@ python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/nu
 
 NS_DP=sl-md-$IT_ID NS_TX=sl-mt-$IT_ID
 DP_IF=smd$IT_ID TX_IF=smt$IT_ID
-it_netns "$NS_DP"
-it_netns "$NS_TX"
-it_veth "$DP_IF" "$NS_DP" "$TX_IF" "$NS_TX"
+it_netns_veth "$DP_IF" "$NS_DP" "$TX_IF" "$NS_TX"
 
 cat >"$IT_DIR/rules.yaml" <<'EOF'
 default: {action: pass}

@@ -39,9 +39,7 @@ TOL=0.02
 
 NS_DP=sl-dp-$IT_ID NS_TX=sl-tx-$IT_ID
 DP_IF=sld$IT_ID TX_IF=slt$IT_ID
-it_netns "$NS_DP"
-it_netns "$NS_TX"
-it_veth "$DP_IF" "$NS_DP" "$TX_IF" "$NS_TX"
+it_netns_veth "$DP_IF" "$NS_DP" "$TX_IF" "$NS_TX"
 
 cat >"$IT_DIR/rules.yaml" <<EOF
 default: {action: pass}

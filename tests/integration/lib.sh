@@ -141,6 +141,15 @@ it_veth() {
   done
 }
 
+# it_netns_veth NAME_A NS_A NAME_B NS_B: two new namespaces joined by a veth pair, NAME_A in
+# NS_A and NAME_B in NS_B (as it_netns and it_veth make them): the usual rig, sluiced on one
+# end and a sender on the other.
+it_netns_veth() {
+  it_netns "$2"
+  it_netns "$4"
+  it_veth "$1" "$2" "$3" "$4"
+}
+
 # it_spawn VAR OUT ERR CMD...: starts CMD in the background (stdout to OUT, stderr to ERR),
 # stores its PID in VAR; stopped at exit if still running. `ip netns exec` execs its command,
 # so a PID taken here is the command's own.

@@ -30,9 +30,7 @@ RATE=2000 BURST=200 OFFER=6000 SECS=4
 NS_DP=sl-dp-$IT_ID NS_TX=sl-tx-$IT_ID
 DP_IF=sld$IT_ID TX_IF=slt$IT_ID
 SOCK=$IT_DIR/ctl/sluiced.sock
-it_netns "$NS_DP"
-it_netns "$NS_TX"
-it_veth "$DP_IF" "$NS_DP" "$TX_IF" "$NS_TX"
+it_netns_veth "$DP_IF" "$NS_DP" "$TX_IF" "$NS_TX"
 
 cat >"$IT_DIR/rules.yaml" <<EOF
 default: {action: pass}
