@@ -9,13 +9,16 @@ namespace sluice {
 
 namespace {
 
+// " KEY VALUE": one pair of a line.
+void append_pair(std::string& out, std::string_view key, uint64_t value) {
+  out += ' ';
+  out += key;
+  out += ' ';
+  out += std::to_string(value);
+}
+
 void append_counters(std::string& out, const RuleSnapshot& r) {
-  for_each_rule_counter(r, [&](const char* key, uint64_t value) {
-    out += ' ';
-    out += key;
-    out += ' ';
-    out += std::to_string(value);
-  });
+  for_each_rule_counter(r, [&](const char* key, uint64_t value) { append_pair(out, key, value); });
   out += '\n';
 }
 
@@ -45,20 +48,28 @@ void for_each_counter(PortSnapshot& p, Fn&& fn) {
   for_each_port_counter(p, fn);
 }
 
-// Assigns each "KEY VALUE" pair of words[2..] to the counter of that name in `target`.
-template <class Target>
-Status read_pairs(const std::vector<std::string_view>& words, Target& target) {
+// Calls fn(key, value) for each "KEY VALUE" pair of words[2..].
+template <class Fn>
+Status for_each_pair(const std::vector<std::string_view>& words, Fn&& fn) {
   if (words.size() % 2 != 0) return make_error("a counter without a value");
   for (size_t i = 2; i < words.size(); i += 2) {
     uint64_t value = 0;
     if (!parse_u64(words[i + 1], &value))
       return make_error("counter " + std::string(words[i]) + ": not a number: " +
                         std::string(words[i + 1]));
-    for_each_counter(target, [&](const char* key, uint64_t& slot) {
-      if (words[i] == key) slot = value;
-    });
+    fn(words[i], value);
   }
   return Ok{};
+}
+
+// Assigns each pair to the counter of that name in `target`.
+template <class Target>
+Status read_pairs(const std::vector<std::string_view>& words, Target& target) {
+  return for_each_pair(words, [&](std::string_view name, uint64_t value) {
+    for_each_counter(target, [&](const char* key, uint64_t& slot) {
+      if (name == key) slot = value;
+    });
+  });
 }
 
 }  // namespace
@@ -75,18 +86,13 @@ std::string encode_counters(const CountersSnapshot& snapshot) {
   for (const PortSnapshot& p : snapshot.ports) {
     out += "port ";
     out += std::to_string(p.port);
-    for_each_port_counter(p, [&](const char* key, uint64_t value) {
-      out += ' ';
-      out += key;
-      out += ' ';
-      out += std::to_string(value);
-    });
+    for_each_port_counter(p, [&](const char* key, uint64_t value) { append_pair(out, key, value); });
     out += '\n';
   }
   for (const bool gauges : {false, true}) {
     std::string line;
     for (const NamedCounter& c : snapshot.dataplane)
-      if (c.gauge == gauges) line += ' ' + c.name + ' ' + std::to_string(c.value);
+      if (c.gauge == gauges) append_pair(line, c.name, c.value);
     if (!line.empty()) out += (gauges ? "dataplane gauges" : "dataplane counters") + line + '\n';
   }
   return out;
@@ -128,14 +134,10 @@ Result<CountersSnapshot> decode_counters(std::string_view text) {
       if (words[1] != "counters" && words[1] != "gauges")
         return make_error(where + "dataplane: expected counters or gauges, not " +
                           std::string(words[1]));
-      if (words.size() % 2 != 0) return make_error(where + "a counter without a value");
-      for (size_t i = 2; i < words.size(); i += 2) {
-        NamedCounter c{std::string(words[i]), 0, words[1] == "gauges"};
-        if (!parse_u64(words[i + 1], &c.value))
-          return make_error(where + "counter " + c.name + ": not a number: " +
-                            std::string(words[i + 1]));
-        snap.dataplane.push_back(std::move(c));
-      }
+      const bool gauges = words[1] == "gauges";
+      read = for_each_pair(words, [&](std::string_view name, uint64_t value) {
+        snap.dataplane.push_back({std::string(name), value, gauges});
+      });
     } else {
       return make_error(where + "unknown kind " + std::string(words[0]));
     }
