@@ -10,6 +10,7 @@
 #include <new>
 
 #include "log.hpp"
+#include "report.hpp"
 #include "tsc_clock.hpp"
 
 namespace sluice {
@@ -297,6 +298,8 @@ CountersSnapshot Dataplane::snapshot() {
   }
   CountersSnapshot snap = pipeline_.snapshot(counters);
   for (const NamedReading& p : port_readings()) snap.ports.push_back(p.reading.counters);
+  // Read after the rule counters, so rx_packets is never below what they matched.
+  snap.dataplane = dataplane_counters(totals(), mbuf_account());
   return snap;
 }
 

@@ -107,7 +107,8 @@ class Dataplane {
   // (CountersHandoff), so every packet is counted in all its outcomes or in none: matched ==
   // passed + dropped and bytes agree with packets in any snapshot. A worker that does not
   // answer within kHandoffPatienceUs is represented by its previous answer (logged).
-  // Control thread only.
+  // Also the totals outside the rules (CountersSnapshot::dataplane, read after the rule
+  // counters). Control thread only.
   CountersSnapshot snapshot();
   WorkerStats totals() const;
   std::vector<WorkerStats> per_worker() const;

@@ -101,10 +101,8 @@ void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_inte
     std::this_thread::sleep_for(kControlTick);
     const auto now = Clock::now();
     CountersSnapshot snap = dp.snapshot();
-    const DataplaneReport report = dp.report();
-    snap.dataplane = dataplane_counters(report);
     if (stats_interval_ms != 0 && now >= next_stats) {
-      print_table(snap, report);
+      print_table(snap, dp.report());
       next_stats += interval;
       if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
     }
@@ -141,11 +139,7 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   if (!dp) return dp.error();
   *failure = LiveFailure::runtime;
   if (Status s = register_telemetry(); !s) return s;
-  {
-    CountersSnapshot first = (*dp)->snapshot();
-    first.dataplane = dataplane_counters((*dp)->report());
-    readers.publish(first);
-  }
+  readers.publish((*dp)->snapshot());
   if (Status s = (*dp)->start(); !s) return s;
 
   control_loop(**dp, signals, opts.stats_interval_ms, readers);
@@ -153,9 +147,8 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   // Closed before reporting, so the report can say whether every mbuf came back.
   (*dp)->close();
 
-  CountersSnapshot snap = (*dp)->snapshot();
+  const CountersSnapshot snap = (*dp)->snapshot();
   const DataplaneReport report = (*dp)->report();
-  snap.dataplane = dataplane_counters(report);
   readers.publish(snap);  // the final figures, for a request that comes in from now on
   print_table(snap, report);
   const WorkerStats& t = report.totals;

@@ -66,11 +66,11 @@ std::string dataplane_report_json(const DataplaneReport& r) {
   return out;
 }
 
-std::vector<NamedCounter> dataplane_counters(const DataplaneReport& r) {
+std::vector<NamedCounter> dataplane_counters(const WorkerStats& totals, const MbufAccount& mbufs) {
   std::vector<NamedCounter> v;
-  for_each_worker_stat(r.totals, [&](const char* key, uint64_t value) { v.push_back({key, value, false}); });
-  v.push_back({"mbufs_total", r.mbufs.total, true});
-  v.push_back({"mbufs_in_use", r.mbufs.in_use, true});
+  for_each_worker_stat(totals, [&](const char* key, uint64_t value) { v.push_back({key, value, false}); });
+  v.push_back({"mbufs_total", mbufs.total, true});
+  v.push_back({"mbufs_in_use", mbufs.in_use, true});
   return v;
 }
 

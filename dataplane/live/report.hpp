@@ -28,7 +28,7 @@ std::string live_report_json(const CountersSnapshot& snapshot, const DataplaneRe
 
 // The totals of the "dataplane" object (worker counters, then the pool's mbufs_total and
 // mbufs_in_use as gauges), for the readers of a running dataplane (CountersSnapshot::dataplane).
-std::vector<NamedCounter> dataplane_counters(const DataplaneReport& report);
+std::vector<NamedCounter> dataplane_counters(const WorkerStats& totals, const MbufAccount& mbufs);
 
 // The "dataplane: ..." line, and a "port N errors: ..." line per port with any, each ending
 // in a newline.
