@@ -1,0 +1,98 @@
+// The XDP program verifies and attaches on this kernel in native (driver) and generic (skb)
+// mode, on a veth pair in a network namespace the test creates and removes; a second attach
+// on the same interface is refused, and detach leaves nothing attached.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "xdp_harness.hpp"
+
+namespace sluice {
+namespace {
+
+// A namespace with a veth pair (both ends up) that the calling thread enters; left and removed
+// on destruction.
+class VethNamespace {
+ public:
+  VethNamespace() : name_("sluice-xdp-" + std::to_string(getpid())) {
+    ok_ = sh("ip netns add " + name_) && sh("ip -n " + name_ + " link add xa type veth peer name xb") &&
+          sh("ip -n " + name_ + " link set xa up") && sh("ip -n " + name_ + " link set xb up");
+    home_ = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    const int ns = open(("/run/netns/" + name_).c_str(), O_RDONLY | O_CLOEXEC);
+    ok_ = ok_ && home_ >= 0 && ns >= 0 && setns(ns, CLONE_NEWNET) == 0;
+    if (ns >= 0) close(ns);
+  }
+  ~VethNamespace() {
+    if (home_ >= 0) {
+      (void)setns(home_, CLONE_NEWNET);
+      close(home_);
+    }
+    sh("ip netns del " + name_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  static bool sh(const std::string& cmd) { return std::system((cmd + " 2>&1").c_str()) == 0; }
+  std::string name_;
+  int home_ = -1;
+  bool ok_ = false;
+};
+
+uint32_t attached_id(int ifindex, uint32_t mode_flag) {
+  uint32_t id = 0;
+  EXPECT_EQ(bpf_xdp_query_id(ifindex, int(mode_flag), &id), 0);
+  return id;
+}
+
+uint32_t prog_id(int fd) {
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  EXPECT_EQ(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
+  return info.id;
+}
+
+void attach_detach(xdp::AttachMode mode, uint32_t mode_flag) {
+  VethNamespace ns;
+  ASSERT_TRUE(ns.ok());
+  const int ifindex = int(if_nametoindex("xa"));
+  ASSERT_GT(ifindex, 0);
+  auto prog = xdp::XdpProgram::load(xdp::LoadOptions{});  // the real clock: the live program
+  ASSERT_TRUE(prog.ok()) << prog.error().message;
+  ASSERT_TRUE((*prog)->set_rules(xdp_test::rules_from(
+      "default: {action: pass}\nrules:\n  - {name: a, match: {proto: udp}, key: src-ip, "
+      "rate: 10pps, burst: 5, algorithm: srtcm, excess-burst: 5}\n")).ok());
+  Status s = (*prog)->attach(ifindex, mode);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(attached_id(ifindex, mode_flag), prog_id((*prog)->prog_fd()));
+
+  auto second = xdp::XdpProgram::load(xdp::LoadOptions{});
+  ASSERT_TRUE(second.ok());
+  Status again = (*second)->attach(ifindex, mode);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().message.find("already has an XDP program"), std::string::npos)
+      << again.error().message;
+
+  ASSERT_TRUE((*prog)->detach().ok());
+  EXPECT_EQ(attached_id(ifindex, mode_flag), 0u);
+}
+
+TEST(XdpAttach, NativeMode) { attach_detach(xdp::AttachMode::native, XDP_FLAGS_DRV_MODE); }
+
+TEST(XdpAttach, GenericMode) { attach_detach(xdp::AttachMode::skb, XDP_FLAGS_SKB_MODE); }
+
+TEST(XdpAttach, MissingInterfaceIsAnError) {
+  auto prog = xdp::XdpProgram::load(xdp::LoadOptions{});
+  ASSERT_TRUE(prog.ok());
+  EXPECT_FALSE((*prog)->attach(999999, xdp::AttachMode::skb).ok());
+}
+
+}  // namespace
+}  // namespace sluice
