@@ -86,6 +86,8 @@ struct {
 /* Bounded retries of a lost compare-and-swap race; the last loss refuses the packet
  * (conservative: contention can never over-admit). */
 #define SL_CAS_TRIES 4
+/* The meters' claims are contended longer (a CAS and two stores), so they retry more. */
+#define SL_METER_TRIES 8
 
 static __always_inline void sl_count(__u32 slot, __u32 outcome, __u32 len) {
   __u32 idx = sl_counter_index(slot, outcome);
@@ -277,16 +279,17 @@ static __always_inline void sl_init_bucket(const struct sl_xdp_rule *r, struct s
   b->last_seen_ns = now_ns;
 }
 
-/* Waits (boundedly) for a bucket's writer to leave; the even sequence, or 0 if it stays
- * unready. A writer is inside for two stores, with softirqs off on its CPU. */
-#define SL_SEQ_TRIES 16
+/* Waits (boundedly) for a bucket's writer to leave: its even sequence (0: never initialised),
+ * or an odd one if the writer is still inside after SL_SEQ_TRIES reads. A writer is inside
+ * for a CAS and two stores. */
+#define SL_SEQ_TRIES 64
 static __always_inline __u64 sl_stable_seq(struct sl_bucket *b) {
+  __u64 seq = 1;
   for (int i = 0; i < SL_SEQ_TRIES; ++i) {
-    __u64 seq = *(volatile __u64 *)&b->seq;
-    if (seq != 0 && !(seq & 1)) return seq;
-    if (seq == 0) return 0;
+    seq = *(volatile __u64 *)&b->seq;
+    if (!(seq & 1)) break;
   }
-  return 0;
+  return seq;
 }
 
 /* Starts bucket b over at now_ns if its sequence is still `seen_seq` (0: never initialised;
@@ -303,8 +306,8 @@ static __always_inline void sl_restart(const struct sl_xdp_rule *r, struct sl_bu
 }
 
 /* The rule's bucket for this frame: its aggregate, or its flow's (created full on the flow's
- * first packet). NULL if the flow table refuses an insert, or (a race at a bucket's very first
- * packet) another CPU's initialisation does not finish within SL_SEQ_TRIES reads. */
+ * first packet). NULL if the flow table refuses an insert, or (a race at an aggregate's very
+ * first packet) another CPU's initialisation does not finish within SL_SEQ_TRIES reads. */
 static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *r, __u32 rule,
                                                       const struct sl_frame *f, __u64 now_ns) {
   struct sl_flow_key key;
@@ -313,8 +316,12 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
   if (r->key_mode == SL_KEY_NONE) {
     b = bpf_map_lookup_elem(&sl_aggregates, &rule);
     if (!b) return 0;
-    if (*(volatile __u64 *)&b->seq == 0) sl_restart(r, b, now_ns, 0);
-    return sl_stable_seq(b) ? b : 0;
+    if (*(volatile __u64 *)&b->seq == 0) { /* its first packet, here or on another CPU */
+      sl_restart(r, b, now_ns, 0);
+      seq = sl_stable_seq(b);
+      if (seq == 0 || (seq & 1)) return 0;
+    }
+    return b;
   }
   sl_flow_key_of(f, r, rule, &key);
   b = bpf_map_lookup_elem(&sl_flows, &key);
@@ -326,11 +333,11 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
     bpf_map_update_elem(&sl_flows, &key, &fresh, BPF_NOEXIST);
     return bpf_map_lookup_elem(&sl_flows, &key);
   }
-  seq = sl_stable_seq(b);
-  if (!seq) return 0;
+  seq = *(volatile __u64 *)&b->seq;
   seen = b->last_seen_ns;
-  /* The core frees a flow idle past its timeout; its next packet starts it again full. */
-  if ((__s64)(now_ns - seen) > (__s64)r->idle_timeout_ns)
+  /* The core frees a flow idle past its timeout; its next packet starts it again full (a
+   * flow with a writer inside is not idle). */
+  if (!(seq & 1) && (__s64)(now_ns - seen) > (__s64)r->idle_timeout_ns)
     sl_restart(r, b, now_ns, seq);
   else if (seen != now_ns)
     b->last_seen_ns = now_ns;
@@ -384,11 +391,11 @@ static __always_inline void sl_refund(const struct sl_xdp_rule *r, struct sl_buc
  * sequence claim (sluice_abi.h "Buckets"); a lost race decides again on the new words. */
 static __always_inline enum sl_colour sl_meter(const struct sl_xdp_rule *r, struct sl_bucket *b,
                                                __u64 now_ns, __u64 cost) {
-  for (int i = 0; i < SL_CAS_TRIES; ++i) {
+  for (int i = 0; i < SL_METER_TRIES; ++i) {
     struct sl_meter_state st, next;
     enum sl_colour colour;
     __u64 seq = sl_stable_seq(b);
-    if (!seq) continue;
+    if (seq & 1) continue;
     st.e0 = *(volatile __u64 *)&b->w0;
     st.e1 = *(volatile __u64 *)&b->w1;
     colour = r->algorithm == SL_ALG_SRTCM ? sl_srtcm_decide(&r->meter, &st, now_ns, cost, &next)

@@ -95,15 +95,22 @@ Status XdpProgram::set_test_now(uint64_t now_ns) {
   return put(skel_->maps.sl_config, zero, cfg, "sl_config");
 }
 
-Result<XdpProgram::RunResult> XdpProgram::test_run(const uint8_t* frame, uint32_t len) {
+Result<XdpProgram::RunResult> XdpProgram::test_run(const uint8_t* frame, uint32_t len,
+                                                   uint32_t repeat) {
   RunResult out;
   out.frame.resize(len + 256);  // room in case a future action grows the frame
   LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_out = out.frame.data(),
-              .data_size_in = len, .data_size_out = uint32_t(out.frame.size()), .repeat = 1);
+              .data_size_in = len, .data_size_out = uint32_t(out.frame.size()),
+              .repeat = int(repeat));
   if (int err = bpf_prog_test_run_opts(prog_fd(), &run)) return os_error("BPF_PROG_TEST_RUN", err);
   out.verdict = run.retval;
+  out.duration_ns = run.duration;
   out.frame.resize(run.data_size_out);
   return out;
+}
+
+Status XdpProgram::set_ingress_port(int ifindex, uint32_t port_id) {
+  return put(skel_->maps.sl_ifport, uint32_t(ifindex), port_id, "sl_ifport");
 }
 
 Result<WorkerCounters> XdpProgram::counters() const {

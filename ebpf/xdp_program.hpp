@@ -44,11 +44,18 @@ class XdpProgram {
   Status set_test_now(uint64_t now_ns);
 
   // One frame through BPF_PROG_TEST_RUN: the XDP verdict and the frame as the program left it.
+  // With repeat > 1 the kernel runs the program that many times on the frame (each run sees
+  // the original bytes) and reports the last run and the mean time per run.
   struct RunResult {
     uint32_t verdict = 0;  // XDP_PASS, XDP_DROP, ...
     std::vector<uint8_t> frame;
+    uint32_t duration_ns = 0;  // mean per run
   };
-  Result<RunResult> test_run(const uint8_t* frame, uint32_t len);
+  Result<RunResult> test_run(const uint8_t* frame, uint32_t len, uint32_t repeat = 1);
+
+  // Gives interface `ifindex` the ingress port id that rules' `port` field matches (an
+  // interface not given one is port 0).
+  Status set_ingress_port(int ifindex, uint32_t port_id);
 
   // The counters summed over CPUs: index i < rule count is rule i, the last entry the default.
   Result<WorkerCounters> counters() const;
