@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -92,6 +93,37 @@ TEST(XdpAttach, MissingInterfaceIsAnError) {
   auto prog = xdp::XdpProgram::load(xdp::LoadOptions{});
   ASSERT_TRUE(prog.ok());
   EXPECT_FALSE((*prog)->attach(999999, xdp::AttachMode::skb).ok());
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// The program as the kernel keeps it after verification, in bpftool's words.
+std::string xlated(int fd) {
+  const std::string cmd = "bpftool prog dump xlated id " + std::to_string(prog_id(fd));
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
+}
+
+// The .rodata switch is a constant to the verifier: the branch it turns off is removed, so the
+// live program never reads the test clock and the test program never reads the kernel's.
+TEST(XdpAttach, TestClockSwitchIsPrunedByTheVerifier) {
+  xdp::LoadOptions live, test;
+  test.test_clock = true;
+  auto a = xdp::XdpProgram::load(live), b = xdp::XdpProgram::load(test);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::string live_code = xlated((*a)->prog_fd()), test_code = xlated((*b)->prog_fd());
+  ASSERT_NE(live_code.find("sluice_xdp"), std::string::npos) << live_code.substr(0, 200);
+  EXPECT_NE(live_code.find("call bpf_ktime_get_ns"), std::string::npos);
+  EXPECT_EQ(test_code.find("call bpf_ktime_get_ns"), std::string::npos);
 }
 
 }  // namespace
