@@ -159,4 +159,25 @@ Status XdpProgram::detach() {
   return Ok{};
 }
 
+Status XdpProgram::pin_maps(const std::string& dir) {
+  bpf_map* map;
+  bpf_object__for_each_map(map, skel_->obj) {
+    if (bpf_map__is_internal(map)) continue;  // .rodata: the program's own settings
+    const std::string path = dir + "/" + bpf_map__name(map);
+    if (int err = bpf_map__pin(map, path.c_str())) {
+      unpin_maps(dir);
+      return os_error("pinning " + path, err);
+    }
+  }
+  return Ok{};
+}
+
+void XdpProgram::unpin_maps(const std::string& dir) {
+  bpf_map* map;
+  bpf_object__for_each_map(map, skel_->obj) {
+    if (bpf_map__is_internal(map)) continue;
+    (void)bpf_map__unpin(map, (dir + "/" + bpf_map__name(map)).c_str());
+  }
+}
+
 }  // namespace sluice::xdp

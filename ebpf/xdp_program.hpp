@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../dataplane/abi/sluice_abi.h"
@@ -64,6 +65,11 @@ class XdpProgram {
   // already has an XDP program.
   Status attach(int ifindex, AttachMode mode);
   Status detach();
+
+  // Pins every map of the program as DIR/<map name> (DIR must exist); unpin_maps() removes
+  // them again.
+  Status pin_maps(const std::string& dir);
+  void unpin_maps(const std::string& dir);
 
  private:
   XdpProgram(sluice_bpf* skel, const LoadOptions& opts) : skel_(skel), opts_(opts) {}

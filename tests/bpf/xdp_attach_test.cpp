@@ -14,38 +14,11 @@
 #include <cstdlib>
 #include <string>
 
+#include "veth_namespace.hpp"
 #include "xdp_harness.hpp"
 
 namespace sluice {
 namespace {
-
-// A namespace with a veth pair (both ends up) that the calling thread enters; left and removed
-// on destruction.
-class VethNamespace {
- public:
-  VethNamespace() : name_("sluice-xdp-" + std::to_string(getpid())) {
-    ok_ = sh("ip netns add " + name_) && sh("ip -n " + name_ + " link add xa type veth peer name xb") &&
-          sh("ip -n " + name_ + " link set xa up") && sh("ip -n " + name_ + " link set xb up");
-    home_ = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-    const int ns = open(("/run/netns/" + name_).c_str(), O_RDONLY | O_CLOEXEC);
-    ok_ = ok_ && home_ >= 0 && ns >= 0 && setns(ns, CLONE_NEWNET) == 0;
-    if (ns >= 0) close(ns);
-  }
-  ~VethNamespace() {
-    if (home_ >= 0) {
-      (void)setns(home_, CLONE_NEWNET);
-      close(home_);
-    }
-    sh("ip netns del " + name_);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  static bool sh(const std::string& cmd) { return std::system((cmd + " 2>&1").c_str()) == 0; }
-  std::string name_;
-  int home_ = -1;
-  bool ok_ = false;
-};
 
 uint32_t attached_id(int ifindex, uint32_t mode_flag) {
   uint32_t id = 0;
@@ -61,9 +34,9 @@ uint32_t prog_id(int fd) {
 }
 
 void attach_detach(xdp::AttachMode mode, uint32_t mode_flag) {
-  VethNamespace ns;
+  xdp_test::VethNamespace ns;
   ASSERT_TRUE(ns.ok());
-  const int ifindex = int(if_nametoindex("xa"));
+  const int ifindex = int(if_nametoindex(ns.a().c_str()));
   ASSERT_GT(ifindex, 0);
   auto prog = xdp::XdpProgram::load(xdp::LoadOptions{});  // the real clock: the live program
   ASSERT_TRUE(prog.ok()) << prog.error().message;
