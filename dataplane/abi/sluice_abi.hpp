@@ -7,6 +7,7 @@
 
 #include "sluice_abi.h"
 #include "../core/counters.hpp"
+#include "../core/flow_key.hpp"
 #include "../core/rules.hpp"
 
 namespace sluice::abi {
@@ -24,6 +25,7 @@ static_assert(offsetof(sl_xdp_rule, meter) == 40 && offsetof(sl_xdp_rule, window
               offsetof(sl_xdp_rule, action) == 200 && sizeof(sl_xdp_rule) == 216);
 static_assert(offsetof(sl_xdp_config, test_now_ns) == 8 && sizeof(sl_xdp_config) == 16);
 static_assert(offsetof(sl_flow_key, w) == 8 && sizeof(sl_flow_key) == 48);
+static_assert(sizeof(FlowKey::w) == sizeof(sl_flow_key::w), "the core's flow key words");
 static_assert(offsetof(sl_bucket, w0) == 8 && offsetof(sl_bucket, last_seen_ns) == 24 &&
               sizeof(sl_bucket) == 32);
 static_assert(sizeof(sl_counter) == 16);

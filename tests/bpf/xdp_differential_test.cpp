@@ -22,13 +22,13 @@ struct Packet {
 };
 
 // A random trace: a handful of sources and flows, so buckets both conform and refuse.
-std::vector<Packet> make_trace(uint32_t seed, size_t n) {
+std::vector<Packet> make_trace(uint32_t seed, size_t n, uint64_t start_ns) {
   std::mt19937 rng(seed);
   auto pick = [&](int k) { return int(rng() % uint32_t(k)); };
   const uint8_t dscps[] = {0, 10, 46, 14};
   const uint16_t ports[] = {53, 80, 443, 1000, 1001, 5000};
   std::vector<Packet> trace;
-  uint64_t now = 3'000'000'000 + rng() % 1000;
+  uint64_t now = start_ns + rng() % 1000;
   for (size_t i = 0; i < n; ++i) {
     // Gaps: bursts at one instant, short and long gaps, and once in a while a step back.
     const int g = pick(10);
@@ -123,7 +123,7 @@ const Scenario kScenarios[] = {
      " action: pass}\n"},
 };
 
-void run_differential(const Scenario& sc, uint32_t seed) {
+void run_differential(const Scenario& sc, uint32_t seed, uint64_t start_ns = 3'000'000'000) {
   SCOPED_TRACE(sc.name);
   const RuleSet rules = rules_from(sc.rules);
   ASSERT_FALSE(rules.rules.empty());
@@ -140,7 +140,7 @@ void run_differential(const Scenario& sc, uint32_t seed) {
   ASSERT_TRUE(s.ok()) << s.error().message;
 
   size_t drops = 0, rewrites = 0, malformed = 0;
-  for (const Packet& p : make_trace(seed, 4000)) {
+  for (const Packet& p : make_trace(seed, 4000, start_ns)) {
     Bytes core_frame = p.frame;
     const Verdict v = (*pipeline)->process(core_frame.data(), uint32_t(core_frame.size()), 0,
                                            p.now_ns, core_counters);
@@ -179,6 +179,11 @@ void run_differential(const Scenario& sc, uint32_t seed) {
 TEST(XdpDifferential, PolicersAndWindows) { run_differential(kScenarios[0], 1); }
 TEST(XdpDifferential, Meters) { run_differential(kScenarios[1], 2); }
 TEST(XdpDifferential, Hierarchy) { run_differential(kScenarios[2], 3); }
+// now_ns wraps through 2^64 a few hundred milliseconds into the trace.
+TEST(XdpDifferential, ClockWrap) {
+  for (const Scenario& sc : kScenarios) run_differential(sc, 21, ~uint64_t{0} - 300'000'000);
+}
+
 TEST(XdpDifferential, OtherSeeds) {
   for (uint32_t seed = 10; seed < 13; ++seed)
     for (const Scenario& sc : kScenarios) run_differential(sc, seed);
