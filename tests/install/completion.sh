@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# completion: the installed bash completion of sluicectl, loaded the way bash-completion loads
+# completion: the installed bash completion of sluicectl (and sluiced's options), loaded the way bash-completion loads
 # it on demand (by command name, from DATADIR/bash-completion/completions of the install tree),
 # completes commands, subcommands, options, rules files and interfaces, and the names of the
 # rules a running sluiced has (sluiced on net_null with --control, asked by the completion
@@ -18,19 +18,21 @@ inst_install "$D"
 inst_dirs
 CTL=$D$BINDIR/sluicectl
 
-# complete LINE: what bash would offer at the end of LINE, one candidate a line, sorted.
+# complete LINE: what bash would offer at the end of LINE (its first word sluicectl or
+# sluiced, run as the installed program), one candidate a line, sorted.
 complete() {
+  local prog=${1%% *}
   XDG_DATA_DIRS=$D$DATADIR BASH_COMPLETION_USER_DIR=$INST_DIR/none bash --norc --noprofile -c '
     source "$1" || exit 3
-    __load_completion sluicectl || { echo "sluicectl: no completion found" >&2; exit 4; }
-    line="$3 ${2#sluicectl }"    # the installed sluicectl, as typed: the completion runs it
+    __load_completion "$4" || { echo "$4: no completion found" >&2; exit 4; }
+    line="$3 ${2#"$4" }"    # the installed program, as typed: the completion may run it
     read -ra COMP_WORDS <<<"$line"
     [[ $line == *" " ]] && COMP_WORDS+=("")
     COMP_LINE=$line COMP_POINT=${#line} COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
     COMPREPLY=()
-    _sluicectl sluicectl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+    "_$4" "$4" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
     printf "%s\n" "${COMPREPLY[@]}" | sort
-  ' completion "$BC" "$1" "$CTL"
+  ' completion "$BC" "$1" "$D$BINDIR/$prog" "$prog"
 }
 
 fails=()
@@ -56,6 +58,11 @@ expect "sluicectl --socket /x/y.sock c" config
 mkdir -p "$INST_DIR/files/rdir"
 touch "$INST_DIR/files/r1.yaml" "$INST_DIR/files/r2.yml" "$INST_DIR/files/rx.txt"
 expect "sluicectl config check $INST_DIR/files/r" \
+  "$INST_DIR/files/r1.yaml" "$INST_DIR/files/r2.yml" "$INST_DIR/files/rdir"
+expect "sluiced -- --c" --config --control
+expect "sluiced --replay in.pcap --o" --out
+expect "sluiced -l 0,1 --no-p" --no-pci
+expect "sluiced -l 0,1 -- --config $INST_DIR/files/r" \
   "$INST_DIR/files/r1.yaml" "$INST_DIR/files/r2.yml" "$INST_DIR/files/rdir"
 got=$(complete "sluicectl --xdp " | xargs)
 echo "'sluicectl --xdp <TAB>' -> $got"

@@ -28,7 +28,7 @@ expected=(
   "$DOC/examples/example.conf" "$DOC/examples/60-sluice-hugepages.conf"
   "$UNIT_DIR/sluiced@.service"
   "$MANDIR/man8/sluiced.8" "$MANDIR/man8/sluicectl.8" "$MANDIR/man5/sluice-rules.5"
-  "$COMP_DIR/sluicectl"
+  "$COMP_DIR/sluicectl" "$COMP_DIR/sluiced"
 )
 printf '%s\n' "${expected[@]}" | sort >"$INST_DIR/expected.txt"
 (cd "$D" && find . -type f -o -type l) | sed 's|^\.||' | sort >"$INST_DIR/installed.txt"
@@ -80,7 +80,8 @@ if outside: sys.exit("outside the prefix and sysconfdir: %s" % outside)
 for want in ("/opt/sluice/bin/sluiced", "/opt/sluice/bin/sluicectl",
              "/etc/opt/sluice/sluice/rules.yaml", "/opt/sluice/lib/systemd/system/sluiced@.service",
              "/opt/sluice/share/man/man8/sluicectl.8",
-             "/opt/sluice/share/bash-completion/completions/sluicectl"):
+             "/opt/sluice/share/bash-completion/completions/sluicectl",
+             "/opt/sluice/share/bash-completion/completions/sluiced"):
     if want not in dests: sys.exit("not installed: " + want)
 ' || inst_fail "--prefix/--sysconfdir not honoured"
 check_unit "$ALT/systemd/sluiced@.service" /opt/sluice/bin /etc/opt/sluice

@@ -44,7 +44,8 @@ dpkg --root="$R" -L sluice >"$W/files.txt"
 for f in /usr/bin/sluiced /usr/bin/sluicectl /etc/sluice/rules.yaml \
     /lib/systemd/system/sluiced@.service /usr/share/man/man8/sluiced.8.gz \
     /usr/share/man/man8/sluicectl.8.gz /usr/share/man/man5/sluice-rules.5.gz \
-    /usr/share/bash-completion/completions/sluicectl /usr/share/doc/sluice/examples/example.conf; do
+    /usr/share/bash-completion/completions/sluicectl /usr/share/bash-completion/completions/sluiced \
+    /usr/share/doc/sluice/examples/example.conf; do
   grep -qx "$f" "$W/files.txt" || fail "the package does not install $f"
   [ -e "$R$f" ] || fail "$f is listed but not on disk"
 done
