@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Debian package sluice_VERSION_ARCH.deb with `dpkg-buildpackage -us -uc -b` in a
-# copy of the tree under /tmp (the tree itself stays clean), checks it with lintian (clean
-# apart from the overrides in debian/sluice.lintian-overrides), and copies it to OUT_DIR
+# copy of the tree under /tmp (the tree itself stays clean), checks it with lintian (no errors
+# or warnings; none needs an override today: add one to debian/sluice.lintian-overrides only
+# with a comment saying why), and copies it to OUT_DIR
 # (default: build-deb/ in the tree). Prints the .deb's path as its last line.
 #   scripts/package.sh [OUT_DIR]
 # Takes a few minutes on two cores: it compiles sluiced and sluicectl once more.
