@@ -40,7 +40,7 @@ YAML
 # bounding CAP...: setpriv's --bounding-set for exactly these capabilities.
 bounding() {
   local b="-all" c
-  for c in "$@"; do b+=",+$(echo "${c#CAP_}" | tr 'A-Z' 'a-z')"; done
+  for c in "$@"; do b+=",+$(echo "${c#CAP_}" | tr '[:upper:]' '[:lower:]')"; done
   echo "$b"
 }
 
@@ -78,7 +78,7 @@ start_with "the unit's capabilities" "${UNIT_CAPS[@]}" || {
   it_fail "sluiced does not start with the unit's capabilities (${UNIT_CAPS[*]}): exit $RUN_RC"
 }
 eff=$(capsh --decode="$(awk '/^CapEff:/ {print $2}' "/proc/$RUN_PID/status")" | sed 's/.*=//' |
-  tr ',' '\n' | tr 'a-z' 'A-Z' | sort | xargs)
+  tr ',' '\n' | tr '[:lower:]' '[:upper:]' | sort | xargs)
 want=$(printf '%s\n' "${UNIT_CAPS[@]}" | sort | xargs)
 echo "sluiced runs with effective capabilities: $eff"
 [ "$eff" = "$want" ] || it_fail "effective capabilities '$eff', want the unit's '$want'"
