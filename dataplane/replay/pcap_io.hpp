@@ -31,7 +31,8 @@ class PcapReader {
   PcapReader& operator=(const PcapReader&) = delete;
 
   // Reads the next record into *out. Returns true for a packet, false at the end of the
-  // file, or an error (e.g. a truncated record) naming the file and the record number.
+  // file, or an error (e.g. a truncated record, a timestamp fraction of a second or more)
+  // naming the file and the record number.
   Result<bool> next(PcapPacket* out);
 
   const std::string& path() const { return path_; }
@@ -42,6 +43,7 @@ class PcapReader {
   std::string path_;
   pcap* handle_;
   uint64_t records_ = 0;
+  bool microseconds_ = false;  // a classic pcap of microsecond timestamps (for messages)
 };
 
 class PcapWriter {

@@ -90,10 +90,16 @@ class ReplayRun {
     pipeline_.expire_idle(now_ns, expire_budget_);
 
     ++summary_.packets_in;
-    rx_bytes_ += pkt.data.size();
-    // Captured bytes only: a snapped record is processed as the truncated frame it is.
-    Verdict v = pipeline_.process(pkt.data.data(), uint32_t(pkt.data.size()), /*port=*/0,
-                                  now_ns, counters_);
+    const uint32_t caplen = uint32_t(pkt.data.size());
+    const uint32_t wire_len = std::max(pkt.wire_len, caplen);
+    rx_bytes_ += wire_len;
+    // A whole record is parsed and charged as the frame it is. A record the capture cut short
+    // (caplen < len) is a truncated frame (SPEC §6): the pipeline gets none of its bytes to
+    // parse, so it counts as malformed, at its wire length, and follows the default action;
+    // OUT.pcap keeps what was captured of it.
+    const uint32_t parse_len = caplen < wire_len ? 0 : caplen;
+    Verdict v = pipeline_.process(Pipeline::Frame{pkt.data.data(), parse_len, wire_len},
+                                  /*port=*/0, now_ns, counters_);
     if (v.kind == Verdict::Kind::drop) {
       ++summary_.packets_dropped;
     } else if (v.depart_ns > now_ns) {
@@ -113,7 +119,7 @@ class ReplayRun {
     write_status_ = writer_.write(ts_ns, p.frame.data(), uint32_t(p.frame.size()),
                                   std::max<uint32_t>(p.wire_len, uint32_t(p.frame.size())));
     ++summary_.packets_out;
-    tx_bytes_ += p.frame.size();
+    tx_bytes_ += std::max<uint64_t>(p.wire_len, p.frame.size());
   }
 
   Pipeline& pipeline_;
