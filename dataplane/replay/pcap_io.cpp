@@ -152,6 +152,23 @@ Result<std::unique_ptr<PcapWriter>> PcapWriter::create(const std::string& path) 
   return std::unique_ptr<PcapWriter>(new PcapWriter(path, dead, d));
 }
 
+Result<std::unique_ptr<PcapWriter>> PcapWriter::create(FILE* stream, const std::string& name) {
+  pcap_t* dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, int(kSnapLen),
+                                                      PCAP_TSTAMP_PRECISION_NANO);
+  if (dead == nullptr) {
+    std::fclose(stream);
+    return file_error(name, "cannot set up a pcap writer");
+  }
+  pcap_dumper_t* d = pcap_dump_fopen(dead, stream);
+  if (d == nullptr) {
+    std::string why = pcap_geterr(dead);
+    pcap_close(dead);
+    std::fclose(stream);
+    return file_error(name, "cannot write: " + why);
+  }
+  return std::unique_ptr<PcapWriter>(new PcapWriter(name, dead, d));
+}
+
 PcapWriter::~PcapWriter() {
   if (dumper_ != nullptr) pcap_dump_close(dumper_);
   if (dead_ != nullptr) pcap_close(dead_);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,8 @@ class PcapWriter {
 
   // Creates (truncates) `path` as a nanosecond-resolution Ethernet pcap.
   static Result<std::unique_ptr<PcapWriter>> create(const std::string& path);
+  // The same on a stream the writer takes over (close() fcloses it); `name` for messages.
+  static Result<std::unique_ptr<PcapWriter>> create(FILE* stream, const std::string& name);
   ~PcapWriter();
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;

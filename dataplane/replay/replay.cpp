@@ -1,6 +1,9 @@
 #include "replay.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -134,12 +137,17 @@ class ReplayRun {
   Status write_status_ = Ok{};
 };
 
-Error with_final_name(const OutputFile& file, const Error& e) {
-  // Messages from the writers name the temporary file; the user only knows the final one.
-  std::string msg = e.message;
-  const std::string& tmp = file.temp_path();
-  if (msg.compare(0, tmp.size(), tmp) == 0) msg = file.final_path() + msg.substr(tmp.size());
-  return make_error(msg);
+// Writes `text` to an output's stream and closes it.
+Status write_text(OutputFile& file, const std::string& text) {
+  auto stream = file.open_stream();
+  if (!stream) return stream.error();
+  const bool written = std::fwrite(text.data(), 1, text.size(), *stream) == text.size() &&
+                       std::fflush(*stream) == 0;
+  const int write_errno = errno;
+  const bool closed = std::fclose(*stream) == 0;
+  if (!written || !closed)
+    return make_error(file.path() + ": write failed: " + std::strerror(written ? errno : write_errno));
+  return Ok{};
 }
 
 }  // namespace
@@ -149,25 +157,33 @@ Result<ReplaySummary> run_replay(const ReplayOptions& opts, ReplayFailure* failu
   if (failure == nullptr) failure = &ignored;
 
   *failure = ReplayFailure::bad_input;
+  // Before anything is read or written: no output may destroy an input or another output.
+  if (Status s = check_outputs({{"--replay", opts.in_path}, {"--config", opts.config_path}},
+                               {{"--out", opts.out_path}, {"--report", opts.report_path}});
+      !s)
+    return s.error();
   auto inputs = open_inputs(opts);
   if (!inputs) return inputs.error();
 
   *failure = ReplayFailure::runtime;
-  OutputFile out_file(opts.out_path);
-  OutputFile report_file(opts.report_path);
-  auto writer = PcapWriter::create(out_file.temp_path());
-  if (!writer) return with_final_name(out_file, writer.error());
+  auto out_file = OutputFile::open(opts.out_path);
+  if (!out_file) return out_file.error();
+  auto report_file = OutputFile::open(opts.report_path);
+  if (!report_file) return report_file.error();
+  auto out_stream = (*out_file)->open_stream();
+  if (!out_stream) return out_stream.error();
+  auto writer = PcapWriter::create(*out_stream, opts.out_path);
+  if (!writer) return writer.error();
 
   ReplayRun run(*inputs->pipeline, *inputs->reader, **writer, opts.expire_budget);
-  if (Status s = run.run(failure); !s) return with_final_name(out_file, s.error());
-  if (Status s = (*writer)->close(); !s) return with_final_name(out_file, s.error());
+  if (Status s = run.run(failure); !s) return s.error();
+  if (Status s = (*writer)->close(); !s) return s.error();
 
   ReplaySummary summary = run.summary();
   *failure = ReplayFailure::runtime;
-  if (Status s = write_text_file(report_file.temp_path(), counters_to_json(summary.counters)); !s)
-    return with_final_name(report_file, s.error());
-  if (Status s = out_file.commit(); !s) return s.error();
-  if (Status s = report_file.commit(); !s) return s.error();
+  if (Status s = write_text(**report_file, counters_to_json(summary.counters)); !s) return s.error();
+  if (Status s = (*out_file)->commit(); !s) return s.error();
+  if (Status s = (*report_file)->commit(); !s) return s.error();
   return summary;
 }
 
