@@ -130,6 +130,10 @@ Status run_config_check(CommandContext& c) {
 
 Status run_config_save(CommandContext& c) {
   if (c.args.size() != 1) return usage_error(c, "config save: needs one file to write");
+  if (c.args[0].empty()) return usage_error(c, "config save: the file name is empty");
+  // A link, directory or device the file must not replace: refused before asking sluiced.
+  if (Status s = check_outputs({}, {{"config save", c.args[0]}}); !s)
+    return usage_error(c, s.error().message);
   auto rules = running_rules(c);
   if (!rules) return rules.error();
   if (Status s = write_file_atomically(c.args[0], dump_rules_yaml(*rules)); !s)

@@ -123,6 +123,12 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   // The rules first: a bad file is reported before EAL takes memory and devices.
   auto pipeline = make_pipeline(opts, failure);
   if (!pipeline) return pipeline.error();
+  // --report is written at the end: refuse now (a usage error) what it must never replace.
+  if (!opts.report_path.empty()) {
+    if (Status s = check_outputs({{"--config", opts.config_path}}, {{"--report", opts.report_path}});
+        !s)
+      return s;
+  }
 
   CounterReaders readers;
   if (Status s = start_readers(opts, **pipeline, &readers); !s) return s;
