@@ -18,9 +18,9 @@ namespace sluice {
 
 // What one load may cost (docs/SEMANTICS.md, "Rules file limits"); past any of them the file
 // is rejected, at the line where it went past when there is one. Chosen well above what a
-// rules file needs (the largest example is ~2 KiB, 4 levels deep, 13 fields in a rule), and so
-// that no input can make the loader hang or take much memory: a file at every limit at once
-// loads in well under a second.
+// rules file needs (the examples are ~1 KiB, 4 levels deep, at most 8 fields in a rule), and
+// so that no input can make the loader hang or take much memory: the worst 16 MiB files we
+// found (2^21 nodes, 65,536 rules) take ~1 s and ~270 MB (docs/SEMANTICS.md).
 constexpr size_t kMaxRulesFileBytes = size_t{16} << 20;  // whole rules files go over sockets too
 constexpr size_t kMaxRules = 65536;                      // items of the "rules" list
 constexpr size_t kMaxNestingDepth = 16;                  // maps and lists open at once

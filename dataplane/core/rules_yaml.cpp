@@ -96,7 +96,9 @@ Status check_printable(std::string_view text, const Messages& msg) {
 class Parser {
  public:
   Parser() { ok_ = yaml_parser_initialize(&parser_) != 0; }
-  ~Parser() { yaml_parser_delete(&parser_); }
+  ~Parser() {
+    if (ok_) yaml_parser_delete(&parser_);  // a failed initialize has cleaned up after itself
+  }
   Parser(const Parser&) = delete;
   Parser& operator=(const Parser&) = delete;
   bool ok() const { return ok_; }
