@@ -74,7 +74,8 @@ std::optional<uint64_t> parse_mem_available(std::string_view meminfo) {
     uint64_t kib = 0;
     auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), kib);
     if (ec != std::errc() || ptr == line.data()) return std::nullopt;
-    if (std::string_view(ptr, size_t(line.data() + line.size() - ptr)) != " kB") return std::nullopt;
+    std::string_view unit(ptr, size_t(line.data() + line.size() - ptr));
+    if (unit != " kB") return std::nullopt;
     return saturated(u128{kib} * 1024);
   }
   return std::nullopt;

@@ -495,8 +495,9 @@ Status RuleParser::apply_max_flows(const Field& f) {
   Result<uint64_t> v = parse_field<uint64_t>(msg_, f, label_, in_range(1, UINT64_MAX));
   if (!v) return v.error();
   if (*v > kMaxFlowsPerRule)
-    return msg_.at(f.line, label_ + ": max-flows " + std::to_string(*v) + " is above the limit of " +
-                               std::to_string(kMaxFlowsPerRule) + " (2^28) flows per rule");
+    return msg_.at(f.line, label_ + ": max-flows " + std::to_string(*v) +
+                               " is above the limit of " + std::to_string(kMaxFlowsPerRule) +
+                               " (2^28) flows per rule");
   rule_.max_flows = *v;
   return Ok{};
 }

@@ -298,7 +298,8 @@ TEST(RulesLoaderLimits, LoaderAndPipelineAgree) {
   };
   size_t accepted = 0;
   for (const char* body : bodies) {
-    std::string text = "rules:\n  - name: r\n    key: src-ip\n    max-flows: 8\n" + std::string(body);
+    std::string text =
+        "rules:\n  - name: r\n    key: src-ip\n    max-flows: 8\n" + std::string(body);
     Result<RuleSet> loaded = load_rules_text(text, "rules.yaml");
     if (!loaded.ok()) continue;  // refused with its line: nothing for the pipeline to see
     ++accepted;
