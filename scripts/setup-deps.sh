@@ -8,7 +8,7 @@ packages=(
   build-essential g++ meson ninja-build pkg-config clang llvm
   libasan8 libubsan1 libtsan2
   # libraries
-  libyaml-cpp-dev libpcap-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libyaml-dev libpcap-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdpdk-dev dpdk dpdk-dev dpdk-doc libbpf-dev libxdp-dev libelf-dev zlib1g-dev bpftool
   # test and demo tools
   iproute2 python3 procps

@@ -13,6 +13,7 @@
 #include "dataplane.hpp"
 #include "eal.hpp"
 #include "log.hpp"
+#include "memory_budget.hpp"
 #include "metrics_server.hpp"
 #include "output_file.hpp"
 #include "pipeline.hpp"
@@ -38,6 +39,8 @@ Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts, LiveFai
   PipelineOptions popts;
   if (opts.flows != 0) popts.default_max_flows = opts.flows;
   popts.hash_seed = opts.hash_seed;
+  if (Status s = check_flow_memory_available(*rules, popts.default_max_flows); !s)
+    return make_error(opts.config_path + ": " + s.error().message);
   try {
     // Flow tables are allocated (and their pages written) here, before any packet.
     auto pipeline = Pipeline::create(std::move(rules).value(), popts);

@@ -9,6 +9,7 @@
 
 #include "counters_json.hpp"
 #include "departure_queue.hpp"
+#include "memory_budget.hpp"
 #include "output_file.hpp"
 #include "pcap_io.hpp"
 #include "pipeline.hpp"
@@ -32,6 +33,8 @@ Result<ReplayInputs> open_inputs(const ReplayOptions& opts) {
   popts.hash_seed = opts.hash_seed;
   popts.stale_read_tolerance_ns = 0;  // one reader, the capture clock: no stale reads
   popts.single_writer = true;         // and one thread: plain stores, no CAS
+  if (Status s = check_flow_memory_available(*rules, popts.default_max_flows); !s)
+    return make_error(opts.config_path + ": " + s.error().message);
   auto pipeline = Pipeline::create(std::move(rules).value(), popts);
   if (!pipeline) return make_error(opts.config_path + ": " + pipeline.error().message);
   auto reader = PcapReader::open(opts.in_path);
