@@ -34,11 +34,13 @@
  *
  * Long idle. The policers' credit is a difference mod 2^63 (token-bucket keeps no more of
  * it; gcra reads its TAT the same way so that the two decide identically). Of that circle
- * only the SL_BACKWARD_WINDOW_U units behind the clock read as a backward step; the other
- * 15/16 read as forward, so a bucket idle for up to 2^63 - 2^59 u (at least 12 days; decades
- * for exact profiles, whose m is small) is full when its next packet comes, and an idle
- * longer than that is misread only within a fill time or a backward window of a multiple of
- * 2^63 u, and then only ever as fewer tokens.
+ * only the SL_BACKWARD_WINDOW_U = 2^56 units behind the clock read as a backward step; the
+ * rest reads as forward, so a bucket idle for up to 2^63 - 2^56 u (at least 12.9 days at
+ * the finest unit, 2^-13 ns; decades for exact profiles of round rates, whose m is small)
+ * is full when its next packet comes. A longer idle is misread only when it ends within a
+ * backward window or a fill time after a multiple of 2^63 u (under 1% of such idles), and
+ * then only ever as fewer tokens; a backward step longer than the window (at least 2.4
+ * hours) reads as such an idle: the bucket is full.
  */
 #ifndef SLUICE_CORE_BUCKET_MATH_H
 #define SLUICE_CORE_BUCKET_MATH_H
@@ -65,9 +67,9 @@ typedef uint32_t sl_u32;
 /* Largest time multiplier (u per ns), exact profiles included: the finest unit is 2^-13 ns. */
 #define SL_MAX_TIME_MULT (((sl_u64)1) << SL_MAX_TIME_SHIFT)
 /* How far behind the clock a policer's credit (mod 2^63) still reads as a backward step;
- * beyond it, as time gone forward (see "Long idle"). Far above any fill time (< 2^47 u),
- * stale-read tolerance (<= 60 s) or max-delay: 2^59 u is at least 0.8 days. */
-#define SL_BACKWARD_WINDOW_U (((sl_u64)1) << 59)
+ * beyond it, as time gone forward (see "Long idle"). Far above any fill time (< 2^47 u) or
+ * stale-read tolerance (<= 60 s, < 2^49 u): 2^56 u is at least 2.4 hours. */
+#define SL_BACKWARD_WINDOW_U (((sl_u64)1) << 56)
 /* Largest burst in time units; keeps cost*interval_fp < 2^63 and the TB layout below. */
 #define SL_MAX_BURST_U ((((sl_u64)1) << 47) - 1)
 
