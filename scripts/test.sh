@@ -2,7 +2,8 @@
 # The newcomer's test command: installs what is missing, builds, and runs every test:
 #   1. the normal build: unit, end-to-end and integration suites;
 #   2. the core and replay tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. the concurrency tests under ThreadSanitizer.
+#   3. the concurrency tests under ThreadSanitizer;
+#   4. a short run of every libFuzzer target (tests/fuzz, clang, build-fuzz), one test each.
 # Ends with meson's summaries and one plain line "N passed, N failed[, N skipped]".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,6 +74,26 @@ setup_build build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef
 build "TSan" build-tsan && run_tests "TSan" build-tsan --timeout-multiplier 4 \
   --wrapper "setarch $(uname -m) -R" limiter_concurrency flow_table pipeline \
   counters_handoff control_socket metrics
+
+# Every fuzz target for FUZZ_SECONDS (30 s) from its seeds: one test each, passed if it
+# found no crash (scripts/fuzz.sh; a crashing input is kept in build-fuzz/artifacts/).
+echo "=== fuzz (${FUZZ_SECONDS:-30} s per target) ==="
+fuzz_ok=0 fuzz_fail=0
+for target in $(scripts/fuzz.sh --list); do
+  log=$(mktemp)
+  if scripts/fuzz.sh "$target" "${FUZZ_SECONDS:-30}" >"$log" 2>&1; then
+    fuzz_ok=$((fuzz_ok + 1))
+    grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$log" | sed "s/^/$target: /"
+  else
+    fuzz_fail=$((fuzz_fail + 1))
+    echo "fuzz $target FAILED:"
+    tail -40 "$log"
+  fi
+  rm -f "$log"
+done
+passed=$((passed + fuzz_ok))
+failed=$((failed + fuzz_fail))
+summaries+=("fuzz: $fuzz_ok passed, $fuzz_fail failed, 0 skipped")
 
 echo
 echo "=== summary ==="

@@ -233,3 +233,26 @@ TEST(BucketExactness, SweepMatchesTheExactModel) {
   EXPECT_GT(exact_profiles, 50u);
   EXPECT_GT(fallback_profiles, 5u);
 }
+
+// Regression (found by tests/fuzz/fuzz_bucket_diff): with a fine fallback unit (46 Mpps, u =
+// 2^-12 ns) an idle of ~25 days leaves the credit 2^58 u behind the clock mod 2^63. When
+// 2^59 u behind still counted as a backward step, that read as a step and re-based the
+// bucket empty; only the last 2^56 u do now, and the bucket is full.
+TEST(BucketExactness, IdleEndingJustBeforeAWrapOfTheCreditIsFull) {
+  const Rate r = pps(18'949'967'491ull, 411);
+  auto p = profile(r, 1000);
+  ASSERT_EQ(p.time_mult, 4096u);
+  const uint64_t idle_ns = ((uint64_t{1} << 63) - (uint64_t{1} << 58)) / p.time_mult;
+  for (uint64_t start : {uint64_t{0}, 987654321 * kSec}) {
+    PolicerPair pair(p, start);
+    uint64_t first = 0, later = 0;
+    for (int i = 0; i < 1005; ++i) first += pair.decide(start, 1);
+    for (int i = 0; i < 1005; ++i) later += pair.decide(start + idle_ns, 1);
+    EXPECT_EQ(first, 1000u);
+    EXPECT_EQ(later, 1000u) << "after " << idle_ns / kDay << " days";
+  }
+  // A step back of an hour is still one: the bucket re-bases empty, then refills.
+  PolicerPair pair(p, 100'000 * kSec);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(pair.decide(100'000 * kSec, 1));
+  EXPECT_FALSE(pair.decide(100'000 * kSec - 3600 * kSec, 1));
+}
