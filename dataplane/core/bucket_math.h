@@ -110,7 +110,7 @@ struct sl_rate_profile {
   sl_u64 burst_u;       /* B/r in u, <= SL_MAX_BURST_U */
   sl_u64 burst_tokens;  /* B in tokens: a cost above this never conforms */
   sl_u64 stale_u;       /* stale-read tolerance in u (see "Clock steps backwards") */
-  sl_u32 time_shift;    /* k where m = 2^k; 0 for an exact profile (informational) */
+  sl_u32 time_shift;    /* k where m = 2^k; 0 when m is not a power of two */
   sl_u32 time_mult;     /* m: u = 1/m ns */
 };
 
@@ -316,7 +316,11 @@ static inline int sl_shaper_decide(const struct sl_shaper_profile *s, sl_u64 tat
   wait_u = d >= need ? 0 : (sl_u64)(need - d);
   /* Departures are whole nanoseconds; the bucket is charged at the departure instant
    * itself, so the stream measured in ns timestamps conforms exactly. */
-  delay = (wait_u + p->time_mult - 1) / p->time_mult;
+  delay = wait_u + p->time_mult - 1;
+  /* A power-of-two unit (every fallback profile, and exact ones such as 1 Gbit/s) shifts;
+   * only an exact unit such as 1/5 ns divides. */
+  delay = (p->time_mult & (p->time_mult - 1)) == 0 ? delay >> p->time_shift
+                                                    : delay / p->time_mult;
   if (delay > s->max_delay_ns) return 0;
   wait_u = delay * p->time_mult;
   /* Departs at tau = t + wait; TAT' = max(TAT, tau) + I_c, i.e. credit at tau minus I_c. */

@@ -82,7 +82,7 @@ uint64_t profile_burst_u(const Rate& r, uint64_t burst, uint64_t mult) {
   return whole >> 64 ? UINT64_MAX : uint64_t(whole);
 }
 
-// The profile at multiplier mult (shift: log2(mult) for a fallback profile, else 0).
+// The profile at multiplier mult (shift: log2(mult) where mult is a power of two, else 0).
 sl_rate_profile build(const Rate& r, uint64_t burst, uint64_t mult, uint32_t shift) {
   sl_rate_profile p{};
   p.time_shift = shift;
@@ -139,7 +139,8 @@ Result<TimeUnit> choose_unit(const Rate* rates, const uint64_t* bursts, size_t n
     uint64_t m = uint64_t(lcm);
     // Scale up to honour min_shift (a multiple of an exact multiplier is exact too).
     while (m < (uint64_t{1} << min_shift)) m *= 2;
-    if (m <= SL_MAX_TIME_MULT && fits(rates, bursts, n, m)) return TimeUnit{m, 0};
+    if (m <= SL_MAX_TIME_MULT && fits(rates, bursts, n, m))
+      return TimeUnit{m, (m & (m - 1)) == 0 ? uint32_t(__builtin_ctzll(m)) : 0};
   }
   int best = -1;
   for (uint32_t k = min_shift; k <= SL_MAX_TIME_SHIFT; ++k) {

@@ -62,6 +62,9 @@ TEST(LimiterProfile, RoundRatesGetExactProfiles) {
     auto p = make_rate_profile(c.rate, c.rate.unit == CostUnit::packets ? 1 : 1500);
     ASSERT_TRUE(p.ok()) << p.error().message;
     EXPECT_EQ(p->time_mult, c.mult) << format_rate(c.rate);
+    if ((c.mult & (c.mult - 1)) == 0) {
+      EXPECT_EQ(1u << p->time_shift, c.mult);  // the shaper shifts
+    }
     EXPECT_EQ(p->interval_fp, c.units_per_token << SL_INTERVAL_FRAC_BITS) << format_rate(c.rate);
     EXPECT_EQ(p->burst_u, p->burst_tokens * c.units_per_token) << format_rate(c.rate);
   }
