@@ -227,9 +227,13 @@ static inline sl_u64 sl_gcra_pack(const struct sl_rate_profile *p, sl_u64 t_u, s
   return t_u - (sl_u64)credit + p->burst_u;
 }
 
-/* gcra's credit, mod 2^63 as token-bucket's (see "Long idle"). */
+/* gcra's credit, mod 2^63 as token-bucket's (see "Long idle"). The mod-2^64 difference is
+ * the same number whenever it lies in [-2^62, 2^62), which is all but idles of days: testing
+ * that with a branch keeps the sign extension off the TAT's dependency chain. */
 static inline sl_s64 sl_gcra_credit(const struct sl_rate_profile *p, sl_u64 tat, sl_u64 t_u) {
-  return sl_credit63(t_u, tat - p->burst_u);
+  sl_u64 d = t_u - (tat - p->burst_u);
+  if (__builtin_expect(d + (((sl_u64)1) << 62) >= (((sl_u64)1) << 63), 0)) return sl_s63(d);
+  return (sl_s64)d;
 }
 
 static inline int sl_gcra_decide(const struct sl_rate_profile *p, sl_u64 tat, sl_u64 now_ns,
