@@ -1,6 +1,7 @@
 #include "classifier.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <unordered_map>
 
@@ -136,12 +137,31 @@ void build_exact_field(const std::vector<ExactBits>& values, const RuleBits& oth
 
 }  // namespace
 
+namespace classifier_detail {
+// Remembered intersections (see the header). Per thread, so workers never share a line.
+struct CachedResult {
+  uint64_t owner = 0;  // Classifier::id_; 0: empty
+  Offset maps[8] = {};
+  uint32_t n = 0;
+  int32_t result = -1;
+};
+constexpr size_t kCacheEntries = 1024;
+static thread_local CachedResult t_cache[kCacheEntries];
+static std::atomic<uint64_t> g_next_id{1};
+
+}  // namespace classifier_detail
+using classifier_detail::CachedResult;
+using classifier_detail::t_cache;
+using classifier_detail::kCacheEntries;
+using classifier_detail::g_next_id;
+
 using namespace match_word;
 
 Classifier::Classifier(const std::vector<Rule>& rules) : Classifier(compile_match_tables(rules)) {}
 
 Classifier::Classifier(const MatchTables& t)
-    : rule_count_(t.rule_count),
+    : id_(g_next_id.fetch_add(1, std::memory_order_relaxed)),
+      rule_count_(t.rule_count),
       words_(words_for(t.rule_count)),
       summary_words_(t.rule_count > 64 ? (words_ + 63) / 64 : 0) {
   Arena arena(arena_, words_, summary_words_);
@@ -225,31 +245,57 @@ int Classifier::classify(const ParsedFrame& pf, uint16_t ingress_port) const {
     if (!skip_proto_) maps[n++] = proto_[(w >> kProtoShift) & 0xff];
     if (!skip_dscp_) maps[n++] = dscp_[(w >> kDscpShift) & 0x3f];
   }
-  return intersect(maps, n);
-}
-
-int Classifier::intersect(const Offset* maps, unsigned n) const {
   if (rule_count_ == 0) return -1;
   if (n == 0) return 0;  // nothing constrains the frame: every rule holds, the first wins
-  const uint64_t* a = arena_.data();
   if (summary_words_ == 0) {
+    const uint64_t* a = arena_.data();
     uint64_t x = a[maps[0]];
     for (unsigned i = 1; i < n; ++i) x &= a[maps[i]];
     return x ? int(__builtin_ctzll(x)) : -1;
   }
-  for (size_t s = 0; s < summary_words_; ++s) {
+  return intersect(maps, n);
+}
+
+CachedResult& Classifier::remembered(const Offset* maps, unsigned n) const {
+  uint64_t h = id_ * 0x9e3779b97f4a7c15ull + n;
+  for (unsigned i = 0; i < n; ++i) h = (h ^ maps[i]) * 0xff51afd7ed558ccdull;
+  return t_cache[(h >> 40) % kCacheEntries];
+}
+
+int Classifier::intersect(const Offset* maps, unsigned n) const {
+  const uint64_t* a = arena_.data();
+  // Set once a second candidate word is needed: from then on the answer is worth
+  // remembering, and may already be remembered.
+  CachedResult* memo = nullptr;
+  unsigned visited = 0;
+  int result = -1;
+  for (size_t s = 0; s < summary_words_ && result < 0; ++s) {
     uint64_t candidates = a[maps[0] + s];
     for (unsigned i = 1; i < n; ++i) candidates &= a[maps[i] + s];
     while (candidates) {
+      if (++visited == 2) {
+        memo = &remembered(maps, n);
+        if (memo->owner == id_ && memo->n == n && std::equal(maps, maps + n, memo->maps))
+          return memo->result;
+      }
       const size_t k = s * 64 + size_t(__builtin_ctzll(candidates));
       const size_t at = summary_words_ + k;
       uint64_t x = a[maps[0] + at];
       for (unsigned i = 1; i < n; ++i) x &= a[maps[i] + at];
-      if (x) return int(k * 64 + size_t(__builtin_ctzll(x)));
+      if (x) {
+        result = int(k * 64 + size_t(__builtin_ctzll(x)));
+        break;
+      }
       candidates &= candidates - 1;
     }
   }
-  return -1;
+  if (memo) {
+    memo->owner = id_;
+    memo->n = n;
+    std::copy(maps, maps + n, memo->maps);
+    memo->result = result;
+  }
+  return result;
 }
 
 }  // namespace sluice

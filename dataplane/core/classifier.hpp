@@ -11,6 +11,11 @@
 //  - Lookups: prefixes (v4, v6), port ranges, VLAN ids and ingress ports are IntervalIndex
 //    searches (a nested set of prefixes is a set of disjoint intervals); protocol and DSCP are
 //    direct arrays. A field no rule constrains (for that family) is not looked up at all.
+//  - When each field alone lets many rules through but together they do not (e.g. thousands
+//    of rules, each on a different field), the summaries cannot tell and the intersection
+//    visits many words. Such results are remembered per thread, keyed by the bitmaps' offsets
+//    (a frame's answer depends only on them): a direct-mapped cache of 1,024 entries, looked
+//    at only once an intersection needs a second candidate word.
 #pragma once
 
 #include <array>
@@ -23,6 +28,10 @@
 #include "rules.hpp"
 
 namespace sluice {
+
+namespace classifier_detail {
+struct CachedResult;  // classifier.cpp
+}
 
 class Classifier {
  public:
@@ -51,8 +60,12 @@ class Classifier {
     bool skip = false;
   };
 
+  // Above 64 rules: the summaries, then the candidate words.
   int intersect(const Offset* maps, unsigned n) const;
+  // This thread's cache slot for a set of bitmaps.
+  classifier_detail::CachedResult& remembered(const Offset* maps, unsigned n) const;
 
+  uint64_t id_ = 0;  // unique per classifier in the process: the cache's owner tag
   size_t rule_count_ = 0;
   size_t words_ = 0;         // words_for(rule_count_)
   size_t summary_words_ = 0; // 0 up to 64 rules

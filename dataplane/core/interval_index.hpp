@@ -44,13 +44,17 @@ class IntervalIndex {
 
   uint32_t lookup(Key key) const {
     const size_t j = size_t(key >> shift_);
-    uint32_t lo = buckets_[j], hi = buckets_[j + 1];
-    while (lo < hi) {
-      const uint32_t mid = (lo + hi + 1) / 2;
-      if (starts_[mid] <= key) lo = mid;
-      else hi = mid - 1;
+    const uint32_t first = buckets_[j];
+    // The last start <= key among [first, last]: a branchless halving (the keys are random,
+    // so a compare-and-branch would mispredict on every other step).
+    const Key* base = starts_.data() + first;
+    uint32_t len = buckets_[j + 1] - first + 1;
+    while (len > 1) {
+      const uint32_t half = len / 2;
+      base = base[half] <= key ? base + half : base;
+      len -= half;
     }
-    return values_[lo];
+    return values_[size_t(base - starts_.data())];
   }
 
   // Every key gives the same value (then the caller may skip the lookup).

@@ -1,11 +1,13 @@
 #include "replay.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <utility>
 
 #include "counters_json.hpp"
 #include "departure_queue.hpp"
+#include "flow_table.hpp"
 #include "output_file.hpp"
 #include "pcap_io.hpp"
 #include "pipeline.hpp"
@@ -145,6 +147,10 @@ Result<ReplaySummary> run_replay(const ReplayOptions& opts, ReplayFailure* failu
   *failure = ReplayFailure::bad_input;
   auto inputs = open_inputs(opts);
   if (!inputs) return inputs.error();
+  if (const FlowTable::Totals t = FlowTable::totals(); t.tables)
+    std::fprintf(stderr, "sluiced: flow tables: %llu MB for %llu flows (%llu tables; reserved, "
+                 "backed as flows arrive)\n", (unsigned long long)(t.reserved_bytes >> 20),
+                 (unsigned long long)t.capacity_flows, (unsigned long long)t.tables);
 
   *failure = ReplayFailure::runtime;
   OutputFile out_file(opts.out_path);

@@ -4,6 +4,7 @@
 
 #include <random>
 #include <string>
+#include <thread>
 
 #include "classifier.hpp"
 #include "frame.hpp"
@@ -248,4 +249,35 @@ TEST(Classifier, NoRulesMatchNothing) {
   const Classifier c(std::vector<Rule>{});
   EXPECT_EQ(classify(c, PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").udp(1, 2).build()), -1);
   EXPECT_EQ(classify(c, PacketBuilder().ethertype(0x0806).payload(28).build()), -1);
+}
+
+// Thousands of rules each on a different field: every field lets most rules through, so the
+// intersection visits many words and the classifier remembers the answer per thread. Two
+// classifiers with the same layout but different answers must never see each other's.
+TEST(Classifier, RememberedResultsBelongToTheirClassifier) {
+  // The two differ only in the last rule's protocol: their bitmaps sit at the same offsets.
+  auto rules_ending_with = [](uint8_t last_proto) {
+    std::vector<Rule> rules(3000);
+    for (size_t i = 0; i + 1 < rules.size(); ++i) {
+      Match& m = rules[i].match;
+      if (i % 3 == 0) m.src = src_rule(0x0a000000u + uint32_t(i << 8), 24).match.src;
+      if (i % 3 == 1) m.dst_port = PortRange{uint16_t(1000 + 5 * i), uint16_t(1003 + 5 * i)};
+      if (i % 3 == 2) m.proto = 6, m.dscp = uint8_t(i % 64);
+    }
+    rules.back().match.dst_port = PortRange{53, 53};
+    if (last_proto) rules.back().match.proto = last_proto;
+    return rules;
+  };
+  const Classifier matches(rules_ending_with(0)), misses(rules_ending_with(6));
+  const auto f = PacketBuilder().ipv4("192.0.2.1", "198.51.100.1").udp(1234, 53).build();
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(classify(matches, f), 2999);
+    EXPECT_EQ(classify(misses, f), -1);
+  }
+  // And from another thread, whose remembered results start empty.
+  std::thread other([&] {
+    EXPECT_EQ(classify(misses, f), -1);
+    EXPECT_EQ(classify(matches, f), 2999);
+  });
+  other.join();
 }
