@@ -89,9 +89,9 @@ FlowTable::FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_e
   evict_ticks_ = certain_idle_ticks(min_evict_idle_ns, tick_shift_);
 
   // Anonymous memory, reserved but not written (see the header: pages are backed on first
-  // use), 2 MB aligned when at least that large.
+  // use), 2 MB aligned when it is to be on huge pages.
   const size_t bytes = nsets_ * set_bytes;
-  const bool aligned = bytes >= kHugePage;
+  const bool aligned = bytes >= kHugePageTableBytes;
   mapping_bytes_ = bytes + (aligned ? kHugePage : 0);
   void* m = mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
