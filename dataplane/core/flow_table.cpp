@@ -285,11 +285,11 @@ bool FlowTable::reserve() {
 size_t FlowTable::expire(uint64_t now_ns, size_t max_slots) {
   const uint64_t total = slot_count();
   const uint64_t n = std::min<uint64_t>(max_slots, total);
-  if (n == 0) return 0;
-  uint64_t i = cursor_.fetch_add(n, std::memory_order_relaxed) % total;
   // No flow (live, stale or being claimed: each holds a unit of active_) means nothing to
-  // free or age: skip reading the slots, whose pages an unused table never had backed.
-  if (active_.load(std::memory_order_relaxed) == 0) return 0;
+  // free or age: skip reading the slots, whose pages an unused table never had backed, and
+  // the cursor's line (where the sweep starts in an empty table does not matter).
+  if (n == 0 || active_.load(std::memory_order_relaxed) == 0) return 0;
+  uint64_t i = cursor_.fetch_add(n, std::memory_order_relaxed) % total;
   const uint32_t tick = tick_of(now_ns);
   size_t freed = 0;
   for (uint64_t k = 0; k < n; ++k) {
