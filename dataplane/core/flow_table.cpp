@@ -111,6 +111,13 @@ FlowTable::FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_e
                 std::atomic<uint64_t>::is_always_lock_free &&
                 std::is_trivially_destructible_v<std::atomic<uint64_t>>);
   sets_ = reinterpret_cast<std::atomic<uint64_t>*>(base);
+  // A huge-page table is written now, a word per 4 KB, as it always was: its 2 MB page faults
+  // (each zeroing 2 MB) would stall a worker for ~100 us on the first packets, and a table
+  // that large is sized on purpose (`--flows`, max-flows), so it is committed at start.
+  if (bytes >= kHugePageTableBytes) {
+    for (size_t w = 0; w < nsets_ * stride_words_; w += 4096 / sizeof(uint64_t))
+      sets_[w].store(0, std::memory_order_relaxed);
+  }
   g_tables.fetch_add(1, std::memory_order_relaxed);
   g_capacity.fetch_add(capacity_, std::memory_order_relaxed);
   g_reserved.fetch_add(mapping_bytes_, std::memory_order_relaxed);

@@ -11,14 +11,15 @@
 // mapping made in the constructor and never resized; nothing in the hot path allocates, so a
 // flood of new flows degrades to eviction / no_slot, never to more than `capacity` (SPEC §6).
 //
-// Memory follows use: the mapping is reserved (MAP_NORESERVE) but not written, so the kernel
-// backs a page only when a flow is first created in it (a zero-filled page fault, once per
-// page, bounded by the table's size), and a table no packet ever touched costs no memory: with
-// 10,000 keyed rules of the default 65,536 flows, the tables reserve ~20 GB of address space
-// and start with next to nothing resident. Tables of kHugePageTableBytes and more are on
-// transparent huge pages where the kernel allows (a 1M-flow table on 4 KB pages costs a TLB
-// miss per packet); smaller ones stay on 4 KB pages, so a lightly used table holds a few pages,
-// not a 2 MB huge page each. The expiry sweep skips an empty table without reading it.
+// Memory follows use for tables under kHugePageTableBytes (16 MB: ~500k flows): the mapping
+// is reserved (MAP_NORESERVE) but not written, so the kernel backs a 4 KB page only when a
+// flow is first created in it (a zero-filled page fault, once per page, bounded by the table's
+// size), and a table no packet ever touched costs no memory: 10,000 keyed rules of the default
+// 65,536 flows reserve ~20 GB of address space and start with next to nothing resident. They
+// stay off huge pages, so a lightly used table holds a few 4 KB pages, not 2 MB. Larger tables
+// are on transparent huge pages where the kernel allows (a 1M-flow table on 4 KB pages costs a
+// TLB miss per packet) and are written at creation, as sized on purpose: a 2 MB fault on the
+// first packets would stall a worker. The expiry sweep skips an empty table without reading it.
 //
 // Memory: the table has kSlack = 2 slots per flow of capacity. With a second choice for the
 // overflow of 8-way sets at half load, both of a new flow's sets are full essentially never
