@@ -11,11 +11,14 @@ namespace {
 using U128 = unsigned __int128;
 using Offset = uint32_t;
 
-// The bitmaps of one classifier, each stored once: [summary words][rule words].
+// The bitmaps of one classifier, each stored once. Up to 64 rules a bitmap is its one word;
+// above, [lowest rule (kNoRule if none)][summary words][rule words].
+constexpr uint64_t kNoRule = ~uint64_t{0};
+
 class Arena {
  public:
   Arena(std::vector<uint64_t>& words, size_t rule_words, size_t summary_words)
-      : arena_(words), words_(rule_words), summary_(summary_words) {}
+      : arena_(words), words_(rule_words), summary_(summary_words), head_(summary_words ? 1 : 0) {}
 
   size_t words() const { return words_; }
 
@@ -24,21 +27,24 @@ class Arena {
     for (uint64_t w : bits) h = (h ^ w) * 0xff51afd7ed558ccdull + 0x632be59bd9b4e5f5ull;
     auto [lo, hi] = seen_.equal_range(h);
     for (auto it = lo; it != hi; ++it)
-      if (std::equal(bits.begin(), bits.end(), arena_.begin() + it->second + summary_))
+      if (std::equal(bits.begin(), bits.end(), arena_.begin() + it->second + head_ + summary_))
         return it->second;
     const Offset at = Offset(arena_.size());
-    arena_.resize(arena_.size() + summary_ + words_, 0);
+    arena_.resize(arena_.size() + head_ + summary_ + words_, 0);
+    uint64_t lowest = kNoRule;
     for (size_t k = 0; k < words_; ++k) {
-      arena_[at + summary_ + k] = bits[k];
-      if (summary_ && bits[k]) arena_[at + k / 64] |= uint64_t{1} << (k % 64);
+      arena_[at + head_ + summary_ + k] = bits[k];
+      if (summary_ && bits[k]) arena_[at + head_ + k / 64] |= uint64_t{1} << (k % 64);
+      if (lowest == kNoRule && bits[k]) lowest = k * 64 + unsigned(__builtin_ctzll(bits[k]));
     }
+    if (head_) arena_[at] = lowest;
     seen_.emplace(h, at);
     return at;
   }
 
  private:
   std::vector<uint64_t>& arena_;
-  size_t words_, summary_;
+  size_t words_, summary_, head_;
   std::unordered_multimap<uint64_t, Offset> seen_;
 };
 
@@ -264,14 +270,29 @@ CachedResult& Classifier::remembered(const Offset* maps, unsigned n) const {
 
 int Classifier::intersect(const Offset* maps, unsigned n) const {
   const uint64_t* a = arena_.data();
+  const size_t words_at = 1 + summary_words_;
+  // No rule below the highest of the fields' lowest rules can be in every field; that rule
+  // itself is the answer when every field has it (always so for one field).
+  uint64_t floor = a[maps[0]];
+  for (unsigned i = 1; i < n; ++i) floor = std::max(floor, a[maps[i]]);
+  if (floor == kNoRule) return -1;  // a field with no rule at all
+  {
+    const size_t w = words_at + floor / 64;
+    const uint64_t bit = uint64_t{1} << (floor % 64);
+    bool all = true;
+    for (unsigned i = 0; i < n; ++i) all &= (a[maps[i] + w] & bit) != 0;
+    if (all) return int(floor);
+  }
   // Set once a second candidate word is needed: from then on the answer is worth
   // remembering, and may already be remembered.
   CachedResult* memo = nullptr;
   unsigned visited = 0;
   int result = -1;
-  for (size_t s = 0; s < summary_words_ && result < 0; ++s) {
-    uint64_t candidates = a[maps[0] + s];
-    for (unsigned i = 1; i < n; ++i) candidates &= a[maps[i] + s];
+  const size_t first_word = floor / 64;
+  for (size_t s = first_word / 64; s < summary_words_ && result < 0; ++s) {
+    uint64_t candidates = a[maps[0] + 1 + s];
+    for (unsigned i = 1; i < n; ++i) candidates &= a[maps[i] + 1 + s];
+    if (s == first_word / 64) candidates &= ~uint64_t{0} << (first_word % 64);
     while (candidates) {
       if (++visited == 2) {
         memo = &remembered(maps, n);
@@ -279,7 +300,7 @@ int Classifier::intersect(const Offset* maps, unsigned n) const {
           return memo->result;
       }
       const size_t k = s * 64 + size_t(__builtin_ctzll(candidates));
-      const size_t at = summary_words_ + k;
+      const size_t at = words_at + k;
       uint64_t x = a[maps[0] + at];
       for (unsigned i = 1; i < n; ++i) x &= a[maps[i] + at];
       if (x) {

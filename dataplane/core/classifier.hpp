@@ -5,9 +5,11 @@
 // intersection, which for many rules touches only candidate words:
 //
 //  - Bitmaps live in one arena, deduplicated (most protocol, DSCP and port entries are the
-//    same "rules without this condition" map). Above 64 rules each bitmap starts with summary
-//    words (bit k: word k is non-zero); the intersection ANDs the summaries, then only the
-//    words every field has non-zero. Up to 64 rules a bitmap is one word, no summary.
+//    same "rules without this condition" map). Up to 64 rules a bitmap is one word. Above,
+//    it starts with its lowest rule and summary words (bit k: word k is non-zero): no rule
+//    below the highest of the fields' lowest rules can match, and that one does if every
+//    field has it (one field: always); otherwise the intersection ANDs the summaries from
+//    there, then only the words every field has non-zero.
 //  - Lookups: prefixes (v4, v6), port ranges, VLAN ids and ingress ports are IntervalIndex
 //    searches (a nested set of prefixes is a set of disjoint intervals); protocol and DSCP are
 //    direct arrays. A field no rule constrains (for that family) is not looked up at all.
