@@ -1,0 +1,130 @@
+#include "rules_diff.hpp"
+
+#include <map>
+
+namespace sluice {
+namespace {
+
+// The rules-file fields of `a` and `b` that differ, by the names the file uses.
+std::vector<std::string> changed_fields(const Rule& a, const Rule& b) {
+  std::vector<std::string> f;
+  auto check = [&](bool differs, const char* name) {
+    if (differs) f.emplace_back(name);
+  };
+  check(!(a.match == b.match), "match");
+  check(a.key != b.key || a.key_prefix_len != b.key_prefix_len, "key");
+  check(a.algorithm != b.algorithm, "algorithm");
+  check(!(a.rate == b.rate), "rate");
+  check(a.burst != b.burst, "burst");
+  check(a.excess_burst != b.excess_burst, "excess-burst");
+  check(!(a.peak_rate == b.peak_rate), "peak-rate");
+  check(a.peak_burst != b.peak_burst, "peak-burst");
+  check(a.window_ns != b.window_ns, "window");
+  check(a.limit != b.limit || a.limit_unit != b.limit_unit, "limit");
+  check(a.max_delay_ns != b.max_delay_ns, "max-delay");
+  check(a.overhead_bytes != b.overhead_bytes, "overhead");
+  check(!(a.action == b.action), "action");
+  check(!(a.colour_actions == b.colour_actions), "actions");
+  check(a.overflow != b.overflow, "overflow");
+  check(a.parent != b.parent, "parent");
+  check(a.max_flows != b.max_flows, "max-flows");
+  check(a.idle_timeout_ns != b.idle_timeout_ns, "idle-timeout");
+  return f;
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string s;
+  for (const std::string& w : words) s += (s.empty() ? "" : ", ") + w;
+  return s;
+}
+
+}  // namespace
+
+bool same_state_identity(const Rule& a, const Rule& b) {
+  return a.match == b.match && a.key == b.key && a.key_prefix_len == b.key_prefix_len &&
+         a.algorithm == b.algorithm && a.cost_unit() == b.cost_unit() &&
+         (!a.is_window() || a.window_ns == b.window_ns);
+}
+
+bool RulesDiff::empty() const {
+  if (default_changed) return false;
+  for (const RuleChange& c : rules)
+    if (c.kind != RuleChangeKind::unchanged) return false;
+  return true;
+}
+
+size_t RulesDiff::count(RuleChangeKind kind) const {
+  size_t n = 0;
+  for (const RuleChange& c : rules) n += c.kind == kind;
+  return n;
+}
+
+RulesDiff diff_rules(const RuleSet& from, const RuleSet& to) {
+  std::map<std::string, size_t> old_at;
+  for (size_t i = 0; i < from.rules.size(); ++i) old_at.emplace(from.rules[i].name, i);
+  std::map<std::string, size_t> new_at;
+  for (size_t i = 0; i < to.rules.size(); ++i) new_at.emplace(to.rules[i].name, i);
+
+  RulesDiff d;
+  d.default_changed = !(from.default_action == to.default_action);
+  // "position": the rule's rank among the rules both sets have, so adding or removing another
+  // rule does not by itself mark every later rule as moved.
+  std::vector<size_t> kept_old_rank(from.rules.size()), kept_new_rank(to.rules.size());
+  size_t rank = 0;
+  for (size_t i = 0; i < from.rules.size(); ++i)
+    if (new_at.count(from.rules[i].name)) kept_old_rank[i] = rank++;
+  rank = 0;
+  for (size_t i = 0; i < to.rules.size(); ++i)
+    if (old_at.count(to.rules[i].name)) kept_new_rank[i] = rank++;
+
+  for (size_t i = 0; i < to.rules.size(); ++i) {
+    const Rule& n = to.rules[i];
+    RuleChange c;
+    c.name = n.name;
+    auto it = old_at.find(n.name);
+    if (it == old_at.end()) {
+      c.kind = RuleChangeKind::added;
+    } else {
+      const Rule& o = from.rules[it->second];
+      c.fields = changed_fields(o, n);
+      if (kept_old_rank[it->second] != kept_new_rank[i]) c.fields.emplace_back("position");
+      c.kind = c.fields.empty() ? RuleChangeKind::unchanged : RuleChangeKind::changed;
+      c.keeps_state = same_state_identity(o, n);
+    }
+    d.rules.push_back(std::move(c));
+  }
+  for (const Rule& o : from.rules) {
+    if (new_at.count(o.name)) continue;
+    RuleChange c;
+    c.name = o.name;
+    c.kind = RuleChangeKind::removed;
+    d.rules.push_back(std::move(c));
+  }
+  return d;
+}
+
+std::string format_rules_diff(const RulesDiff& d) {
+  if (d.empty()) return "no change\n";
+  std::string s;
+  if (d.default_changed) s += "~ default: action\n";
+  for (const RuleChange& c : d.rules) {
+    switch (c.kind) {
+      case RuleChangeKind::added: s += "+ " + c.name + " (added)\n"; break;
+      case RuleChangeKind::removed: s += "- " + c.name + " (removed)\n"; break;
+      case RuleChangeKind::changed:
+        s += "~ " + c.name + ": " + join(c.fields) +
+             (c.keeps_state ? " (buckets kept)\n" : " (new buckets)\n");
+        break;
+      case RuleChangeKind::unchanged: break;
+    }
+  }
+  const size_t total = d.rules.size() - d.count(RuleChangeKind::removed);
+  s += std::to_string(total) + (total == 1 ? " rule: " : " rules: ") +
+       std::to_string(d.count(RuleChangeKind::added)) + " added, " +
+       std::to_string(d.count(RuleChangeKind::changed)) + " changed, " +
+       std::to_string(d.count(RuleChangeKind::removed)) + " removed, " +
+       std::to_string(d.count(RuleChangeKind::unchanged)) + " unchanged\n";
+  return s;
+}
+
+}  // namespace sluice
