@@ -9,6 +9,7 @@
 
 #include "counters_json.hpp"
 #include "departure_queue.hpp"
+#include "flow_table.hpp"
 #include "memory_budget.hpp"
 #include "output_file.hpp"
 #include "pcap_io.hpp"
@@ -167,6 +168,10 @@ Result<ReplaySummary> run_replay(const ReplayOptions& opts, ReplayFailure* failu
     return s.error();
   auto inputs = open_inputs(opts);
   if (!inputs) return inputs.error();
+  if (const FlowTable::Totals t = FlowTable::totals(); t.tables)
+    std::fprintf(stderr, "sluiced: flow tables: %llu MB for %llu flows (%llu tables; reserved, "
+                 "backed as flows arrive)\n", (unsigned long long)(t.reserved_bytes >> 20),
+                 (unsigned long long)t.capacity_flows, (unsigned long long)t.tables);
 
   *failure = ReplayFailure::runtime;
   auto out_file = OutputFile::open(opts.out_path);
