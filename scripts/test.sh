@@ -5,7 +5,7 @@
 #   3. the concurrency tests under ThreadSanitizer;
 #   4. the Debian package: built once by scripts/package.sh (lintian-checked), then installed
 #      into a scratch root and run by tests/install/package_check.sh (counted as one test).
-#   4. a short run of every libFuzzer target (tests/fuzz, clang, build-fuzz), one test each.
+#   5. a short run of every libFuzzer target (tests/fuzz, clang, build-fuzz), one test each.
 # Ends with meson's summaries and one plain line "N passed, N failed[, N skipped]".
 set -uo pipefail
 cd "$(dirname "$0")/.."
