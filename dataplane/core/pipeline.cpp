@@ -342,11 +342,12 @@ Result<RulesDiff> Pipeline::apply(RuleSet next, uint64_t now_ns) {
   std::unique_ptr<RulesSnapshot> replaced = std::move(m.owned);
   m.owned = std::move(snap);
   if (m.grace) {
-    // First grace period: no worker still runs `replaced`, and every worker's next loop
-    // enters the new snapshot. Second: every worker online has entered it (adopted its
-    // counters, folded the removed rules' last counts, waited for the conversions).
+    // One grace period: no worker still runs `replaced`, and every worker loads the new
+    // snapshot at its next loop, so every packet from now on meets `next`. A second one
+    // when rules were removed: every worker online has then entered the new snapshot, so
+    // it folded the removed rules' last counts and cleared their slots (now reusable).
     m.grace->wait();
-    m.grace->wait();
+    if (!m.unconfirmed_retired.empty()) m.grace->wait();
   }
   // No worker adopted it (none online, or no grace period: the one caller adopts later):
   // the state conversions happen now, while nobody charges.

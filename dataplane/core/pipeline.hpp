@@ -88,8 +88,10 @@ class Pipeline {
   // Runs `next` (a validated RuleSet: the loader's output) instead of the running rules.
   // Rules that keep their state identity (rules_diff.hpp) keep their buckets, flows and
   // counters; a changed rate, burst or limit is carried into the tokens they hold at now_ns
-  // (bucket_convert.hpp). When it returns, every worker online runs `next`; the replaced
-  // snapshot and the state of removed rules are freed. An error (a max-delay beyond the
+  // (bucket_convert.hpp). When it returns, every worker online runs `next` from its next
+  // burst loop on (after one grace period; two when rules were removed, so that every
+  // worker has handed their last counts over); the replaced snapshot and the state of
+  // removed rules are freed. An error (a max-delay beyond the
   // shaping horizon, a profile out of range, memory) changes nothing. Serialised.
   Result<RulesDiff> apply(RuleSet next, uint64_t now_ns);
 

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "log.hpp"
+#include "rcu_grace_period.hpp"
 #include "report.hpp"
 #include "tsc_clock.hpp"
 
@@ -110,14 +111,17 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
   if (!plan) return plan.error();
   for (const std::string& note : plan->notes) live_log("%s", note.c_str());
 
-  const uint64_t max_delay_ns = pipeline.max_delay_ns();
+  // The wheels have a fixed horizon: the pipeline's shaping horizon (the start-up rules'
+  // longest max-delay, at least 100 ms), so a shaping rule added live fits them; apply()
+  // refuses one whose max-delay is longer. Every worker has one, shaping at start or not.
+  const uint64_t max_delay_ns = pipeline.shaping_horizon_ns();
   uint64_t slot_ns = kSlotNs;
   if (max_delay_ns / slot_ns + 2 > kMaxWheelSlots) {
     slot_ns = max_delay_ns / (kMaxWheelSlots - 2) + 1;
     live_log("max-delay %llu ns: shaping with %llu ns timing-wheel slots",
              static_cast<unsigned long long>(max_delay_ns), static_cast<unsigned long long>(slot_ns));
   }
-  const size_t wheel_capacity = max_delay_ns == 0 ? 0 : config.wheel_capacity;
+  const size_t wheel_capacity = config.wheel_capacity;
 
   const uint64_t needed = mbufs_needed(*plan, config, lcores->size(), wheel_capacity);
   if (config.mbufs > kMaxPoolMbufs)
@@ -158,12 +162,17 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
     dp->ports_.push_back(std::move(port).value());
   }
 
-  const uint64_t expire_interval_ns =
-      config.expire_interval_ns != 0
-          ? config.expire_interval_ns
-          : pipeline.expire_interval_ns(config.expire_budget, lcores->size());
+  // One RCU reader per worker that runs: rules changes wait for them (Pipeline::apply()).
+  size_t running = 0;
+  for (size_t w = 0; w < lcores->size(); ++w)
+    running += std::any_of(pl.rx.begin(), pl.rx.end(), [&](const RxAssignment& a) { return a.worker == w; });
+  auto rcu = RcuGracePeriod::create(unsigned(running));
+  if (!rcu) return rcu.error();
+  dp->rcu_ = std::move(rcu).value();
   // One shared epoch for every worker, so their now_ns are comparable (invariant TSC).
   const TscClock clock = TscClock::make(rte_get_tsc_hz(), rte_rdtsc(), monotonic_ns());
+  dp->clock_ = clock;
+  unsigned rcu_ids = 0;
   for (size_t w = 0; w < lcores->size(); ++w) {
     WorkerSetup ws;
     ws.lcore = (*lcores)[w];
@@ -180,19 +189,29 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
     ws.slot_ns = slot_ns;
     ws.horizon_ns = max_delay_ns + slot_ns;
     ws.expire_budget = config.expire_budget;
-    ws.expire_interval_ns = expire_interval_ns;
+    ws.expire_interval_ns = config.expire_interval_ns;  // 0: from the running rules
+    ws.expire_callers = running;
     ws.clock = clock;
+    if (!ws.rx.empty()) {
+      ws.rcu = dp->rcu_->qsbr();
+      ws.rcu_thread_id = rcu_ids++;
+    }
     auto worker = Worker::create(pipeline, std::move(ws), &dp->stop_);
     if (!worker) return worker.error();
     dp->workers_.push_back(std::move(worker).value());
   }
+  pipeline.set_grace_period(dp->rcu_.get());
   return dp;
 }
 
 Dataplane::~Dataplane() {
   close();
   workers_.clear();  // frees anything still held (nothing, after stop())
+  // No worker will ever read the rules again: a later change needs no grace period.
+  if (rcu_) pipeline_.set_grace_period(nullptr);
 }
+
+uint64_t Dataplane::now_ns() const { return clock_.to_ns(rte_rdtsc()); }
 
 void Dataplane::close() {
   if (closed_) return;
