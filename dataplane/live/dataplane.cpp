@@ -122,14 +122,19 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
              static_cast<unsigned long long>(max_delay_ns), static_cast<unsigned long long>(slot_ns));
   }
   const size_t wheel_capacity = config.wheel_capacity;
+  // The pool holds mbufs for the wheels only if the start-up rules shape: a pool twice the
+  // size for rules that may never come costs every operator memory. Shaping rules added
+  // later draw their delayed packets from the pool's slack (--mbufs for more; a short pool
+  // shows as rx_nombuf in the report).
+  const size_t pooled_wheel = pipeline.max_delay_ns() == 0 ? 0 : wheel_capacity;
 
-  const uint64_t needed = mbufs_needed(*plan, config, lcores->size(), wheel_capacity);
+  const uint64_t needed = mbufs_needed(*plan, config, lcores->size(), pooled_wheel);
   if (config.mbufs > kMaxPoolMbufs)
     return make_error("--mbufs " + std::to_string(config.mbufs) + ": at most " +
                       std::to_string(kMaxPoolMbufs) + " mbufs fit in one pool");
   if (config.mbufs != 0 && config.mbufs < needed)
     return make_error("--mbufs " + std::to_string(config.mbufs) + " is too few: the descriptor "
-                      "rings, bursts, TX buffers" + std::string(wheel_capacity ? ", shaper" : "") +
+                      "rings, bursts, TX buffers" + std::string(pooled_wheel ? ", shaper" : "") +
                       " and lcore caches of this set-up need at least " + std::to_string(needed));
   const unsigned n_mbufs = config.mbufs != 0 ? unsigned(config.mbufs) : pool_size(needed);
 

@@ -1,6 +1,8 @@
 #include "rcu_grace_period.hpp"
 
+#include <rte_cycles.h>
 #include <rte_errno.h>
+#include <rte_pause.h>
 #include <rte_malloc.h>
 #include <sched.h>
 
@@ -33,12 +35,18 @@ RcuGracePeriod::~RcuGracePeriod() {
 }
 
 void RcuGracePeriod::wait() {
-  // rte_rcu_qsbr_synchronize() without its busy wait: start a grace period, then check it
-  // and give the CPU away in between. With a CPU of its own the control thread loses ~1 us
-  // per check to that; where it shares a CPU with a worker (a small VM, 2 workers on 2 CPUs)
-  // spinning would keep the very worker it waits for off that CPU for a whole time slice.
+  // rte_rcu_qsbr_synchronize() with a bounded busy wait: start a grace period, check it
+  // spinning for kSpinUs (workers on their own CPUs report within a burst loop, ~1-10 us),
+  // then give the CPU away between checks: where the control thread shares a CPU with a
+  // worker (2 workers on 2 CPUs), spinning would keep the very worker it waits for off that
+  // CPU for a whole time slice.
+  constexpr uint64_t kSpinUs = 50;
   const uint64_t token = rte_rcu_qsbr_start(v_);
-  while (rte_rcu_qsbr_check(v_, token, false) == 0) sched_yield();
+  const uint64_t spin_until = rte_get_timer_cycles() + rte_get_timer_hz() * kSpinUs / 1'000'000;
+  while (rte_rcu_qsbr_check(v_, token, false) == 0) {
+    if (rte_get_timer_cycles() < spin_until) rte_pause();
+    else sched_yield();
+  }
 }
 
 }  // namespace sluice
