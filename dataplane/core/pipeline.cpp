@@ -334,6 +334,7 @@ Result<RulesDiff> Pipeline::apply(RuleSet next, uint64_t now_ns) {
   if (!built) return built.error();
   std::unique_ptr<RulesSnapshot> snap = std::move(built).value();
   snap->generation = old.generation + 1;
+  snap->applied_ns = now_ns;
   for (const auto& r : retired) m.unconfirmed_retired.push_back(r);
   snap->retiring = m.unconfirmed_retired;
 
@@ -371,8 +372,24 @@ const RulesSnapshot& Pipeline::enter(WorkerCounters& counters, uint64_t now_ns) 
   if (counters.generation != s.generation || counters.per_rule.size() < s.counter_slots) [[unlikely]] {
     if (s.conversion_state.load(std::memory_order_acquire) != 2) run_state_conversions(s, now_ns);
     adopt_counters(s, counters);
+    s.entered.fetch_add(1, std::memory_order_relaxed);
+    uint64_t seen = s.last_entered_ns.load(std::memory_order_relaxed);
+    while (seen < now_ns &&
+           !s.last_entered_ns.compare_exchange_weak(seen, now_ns, std::memory_order_relaxed)) {
+    }
   }
   return s;
+}
+
+Pipeline::SwapVisibility Pipeline::swap_visibility() const {
+  std::lock_guard lock(impl_->mu);
+  const RulesSnapshot& s = *impl_->owned;
+  SwapVisibility v;
+  v.generation = s.generation;
+  v.workers_entered = s.entered.load(std::memory_order_relaxed);
+  const uint64_t last = s.last_entered_ns.load(std::memory_order_relaxed);
+  v.last_entered_after_ns = last > s.applied_ns ? last - s.applied_ns : 0;
+  return v;
 }
 
 Verdict Pipeline::process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t now_ns,

@@ -95,6 +95,16 @@ class Pipeline {
   // shaping horizon, a profile out of range, memory) changes nothing. Serialised.
   Result<RulesDiff> apply(RuleSet next, uint64_t now_ns);
 
+  // How the running snapshot spread (diagnostics, the apply-latency test): how many workers
+  // (counters) entered it, and how long after the time apply() was given the last of them
+  // did, by the workers' own clock readings.
+  struct SwapVisibility {
+    uint64_t generation = 0;
+    uint32_t workers_entered = 0;
+    uint64_t last_entered_after_ns = 0;
+  };
+  SwapVisibility swap_visibility() const;
+
   // ---- Workers: once per burst loop, after reporting quiescent to the grace period.
   // The running snapshot, with `counters` laid out for it (a worker adopting a new snapshot
   // grows its counters, clears the slots of removed rules after handing their last counts

@@ -133,6 +133,11 @@ struct RulesSnapshot {
   std::vector<uint32_t> fresh_slots;  // slots first used here: start at zero
   std::vector<std::shared_ptr<RetiredRule>> retiring;  // removed: fold, then clear the slot
   std::vector<StateConversion> conversions;
+  // Diagnostics of the swap: the time apply() was given, how many workers entered this
+  // snapshot and the latest clock reading at which one did (Pipeline::swap_visibility()).
+  uint64_t applied_ns = 0;
+  mutable std::atomic<uint32_t> entered{0};
+  mutable std::atomic<uint64_t> last_entered_ns{0};
   // 0: conversions pending, 1: a worker runs them, 2: done (or none).
   mutable std::atomic<int> conversion_state{2};
   // Each keyed rule's flow slots and the period its table must be swept in (ns), for
