@@ -1,13 +1,9 @@
 // sluicectl: the only place that turns errors into exit codes (SPEC §1: 0 success, 1 runtime
 // failure, 2 bad usage or invalid input).
-#include <algorithm>
 #include <cstdio>
-#include <memory>
 #include <string>
-#include <vector>
 
 #include "commands.hpp"
-#include "socket_backend.hpp"
 
 namespace {
 
@@ -15,66 +11,48 @@ constexpr int kExitOk = 0;
 constexpr int kExitRuntime = 1;
 constexpr int kExitUsage = 2;
 
-int usage_failure(const std::string& message) {
-  std::fprintf(stderr, "sluicectl: %s\n%s", message.c_str(), sluice::ctl::usage_text().c_str());
-  return kExitUsage;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace sluice::ctl;
-  std::vector<std::string> words(argv + 1, argv + argc);
-  std::string socket_path = kDefaultSocket, xdp_iface;
-  size_t i = 0;
-  for (; i < words.size() && words[i].rfind("-", 0) == 0; ++i) {
-    const std::string& opt = words[i];
-    if (opt == "-h" || opt == "--help") {
-      std::fputs(usage_text().c_str(), stdout);
-      return kExitOk;
-    }
-    if ((opt == "--socket" || opt == "--xdp") && i + 1 < words.size()) {
-      (opt == "--socket" ? socket_path : xdp_iface) = words[++i];
-      continue;
-    }
-    if (opt == "--socket" || opt == "--xdp") return usage_failure(opt + " needs a value");
-    return usage_failure("unknown option " + opt);
+  auto cli = make_cli();
+  try {
+    cli->app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return cli->app.exit(e) == 0 ? kExitOk : kExitUsage;
+  } catch (const CLI::CallForAllHelp& e) {
+    return cli->app.exit(e) == 0 ? kExitOk : kExitUsage;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "sluicectl: %s\nRun with --help for more information.\n", e.what());
+    return kExitUsage;
   }
-  words.erase(words.begin(), words.begin() + long(i));
-  if (words.empty()) return usage_failure("no command");
-  if (words[0] == "help") {
-    std::fputs(usage_text().c_str(), stdout);
-    return kExitOk;
+  const Command* command = cli->chosen;
+  if (command == nullptr) {
+    std::fprintf(stderr, "sluicectl: no command\n");
+    return kExitUsage;
   }
-
-  size_t name_words = 0;
-  const Command* command = find_command(words, &name_words);
   std::string name;
-  for (size_t w = 0; w < std::min(words.size(), size_t(2)); ++w) name += (w ? " " : "") + words[w];
-  if (command == nullptr) return usage_failure("unknown command \"" + name + "\"");
-  name = command_name(*command);
+  for (const std::string& w : command->words) name += (name.empty() ? "" : " ") + w;
   if (command->run == nullptr) {
     std::fprintf(stderr, "sluicectl: %s: %s\n", name.c_str(), command->summary.c_str());
     return kExitUsage;
   }
-
   std::unique_ptr<Backend> backend;
   if (command->needs_backend) {
-    if (!xdp_iface.empty()) {
-      std::fprintf(stderr, "sluicectl: --xdp %s: the XDP backend is not available in this build\n",
-                   xdp_iface.c_str());
-      return kExitUsage;
+    auto made = make_backend(cli->backend);
+    if (!made) {
+      std::fprintf(stderr, "sluicectl: %s\n", made.value.error().message.c_str());
+      return made.failure == Failure::usage ? kExitUsage : kExitRuntime;
     }
-    backend = std::make_unique<SocketBackend>(socket_path);
+    backend = std::move(made.value).value();
   }
-  Failure failure = Failure::runtime;
   CommandContext context;
-  context.args.assign(words.begin() + long(name_words), words.end());
+  context.args = &cli->args;
   context.backend = backend.get();
-  context.failure = &failure;
-  if (sluice::Status s = command->run(context); !s) {
-    std::fprintf(stderr, "sluicectl: %s\n", s.error().message.c_str());
-    return failure == Failure::usage ? kExitUsage : kExitRuntime;
+  auto done = command->run(context);
+  if (!done) {
+    std::fprintf(stderr, "sluicectl: %s\n", done.value.error().message.c_str());
+    return done.failure == Failure::usage ? kExitUsage : kExitRuntime;
   }
   return kExitOk;
 }

@@ -9,9 +9,10 @@ packages=(
   libasan8 libubsan1 libtsan2
   # libraries
   libyaml-cpp-dev libpcap-dev libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcpp-httplib-dev libcli11-dev
   libdpdk-dev dpdk dpdk-dev dpdk-doc libbpf-dev libxdp-dev libelf-dev zlib1g-dev bpftool
   # test and demo tools
-  iproute2 python3 procps
+  iproute2 python3 procps prometheus socat
 )
 
 missing=()
