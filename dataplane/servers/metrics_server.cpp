@@ -139,6 +139,14 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
   http.set_keep_alive_timeout(std::max(1, limits.keep_alive_timeout_ms / 1000));
   http.set_keep_alive_max_count(100);
   http.set_payload_max_length(4096);  // a scrape has no body
+  // Not httplib's default SO_REUSEPORT, which would let a second sluiced bind the same port
+  // and share its scrapes; and the listening socket kept, for its backlog below.
+  auto listen_fd = std::make_shared<int>(-1);
+  http.set_socket_options([listen_fd](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    *listen_fd = sock;
+  });
   http.Get("/metrics", [published = m->published_](const httplib::Request&, httplib::Response& res) {
     std::string body;
     {
@@ -169,8 +177,15 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
     if (!http.bind_to_port(host, port)) return make_error(where + "cannot listen: " + std::strerror(errno));
     bound = port;
   }
+  // httplib listens with a backlog of 5: a burst of connections (a thousand scrapers, or
+  // idle ones) would have their SYNs dropped and retried after a second. Listening again on
+  // the same socket only raises the backlog.
+  if (*listen_fd >= 0) listen(*listen_fd, SOMAXCONN);
   m->port_ = uint16_t(bound);
   m->thread_ = std::thread([http = m->http_.get()] { http->listen_after_bind(); });
+  // httplib's stop() does nothing to a server not yet running: wait until it is, so that
+  // destroying this at once still ends the thread.
+  while (!m->http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return m;
 }
 
