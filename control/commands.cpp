@@ -151,6 +151,35 @@ const std::vector<Command>& commands() {
   return table;
 }
 
+std::string command_word_error(const std::vector<std::string>& args) {
+  std::vector<std::string> words;
+  for (size_t i = 0; i < args.size() && words.size() < 2; ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help" || a == "--help-all") return "";
+    if (a.rfind("-", 0) == 0) {
+      if (words.empty() && (a == "--socket" || a == "--xdp")) {
+        if (i + 1 == args.size()) return "";  // CLI11 says it needs a value
+        ++i;                                  // its value
+      }
+      if (words.empty()) continue;
+      break;  // the command's own options
+    }
+    words.push_back(a);
+  }
+  if (words.empty()) return "no command (sluicectl --help lists them)";
+  std::string group_commands;
+  for (const Command& c : commands()) {
+    if (c.words[0] != words[0]) continue;
+    if (c.words.size() == 1) return "";
+    if (words.size() == 2 && c.words[1] == words[1]) return "";
+    group_commands += (group_commands.empty() ? "" : ", ") + c.words[1];
+  }
+  if (group_commands.empty()) return "unknown command \"" + words[0] + "\" (sluicectl --help lists them)";
+  if (words.size() == 1) return words[0] + ": needs a command: " + group_commands;
+  return "unknown command \"" + words[0] + " " + words[1] + "\" (" + words[0] + " takes " +
+         group_commands + ")";
+}
+
 std::unique_ptr<Cli> make_cli() {
   auto cli = std::make_unique<Cli>();
   CLI::App& app = cli->app;

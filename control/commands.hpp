@@ -58,4 +58,9 @@ struct Cli {
 };
 std::unique_ptr<Cli> make_cli();
 
+// What is wrong with the command words of `args` (argv without the program), if anything:
+// an unknown command, or a group ("rule") without one of its commands. CLI11 would only
+// say "A subcommand is required". Empty when the words name a command (or --help is asked).
+std::string command_word_error(const std::vector<std::string>& args);
+
 }  // namespace sluice::ctl

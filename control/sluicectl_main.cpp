@@ -2,6 +2,7 @@
 // failure, 2 bad usage or invalid input).
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 
@@ -16,6 +17,10 @@ constexpr int kExitUsage = 2;
 int main(int argc, char** argv) {
   using namespace sluice::ctl;
   auto cli = make_cli();
+  if (const std::string why = command_word_error({argv + 1, argv + argc}); !why.empty()) {
+    std::fprintf(stderr, "sluicectl: %s\n", why.c_str());
+    return kExitUsage;
+  }
   try {
     cli->app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
