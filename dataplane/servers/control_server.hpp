@@ -45,6 +45,10 @@ class ControlServer {
   // Makes `snap` what `stats` answers. Until the first call, `stats` answers an error.
   void publish(const CountersSnapshot& snap);
 
+  // Attaches the running dataplane's rules once it exists (the server starts before the EAL);
+  // null detaches it, waiting for a request using it. Until attached: read-only.
+  void set_target(RulesTarget* target) { service_->set_target(target); }
+
   // Connections open now (for tests and the soak).
   size_t connections() const;
 

@@ -42,39 +42,51 @@ std::string ControlService::handle(std::string_view body) {
   return execute(std::get<wire::Request>(decoded));
 }
 
+void ControlService::set_target(RulesTarget* target) {
+  std::lock_guard lock(target_mu_);
+  target_.store(target);
+}
+
 std::string ControlService::execute(const wire::Request& r) {
   switch (r.op) {
     case Op::hello: {
+      const bool writable = target_.load() != nullptr;
       json ops = json::array();
       for (Op op : wire::all_ops())
-        if (target_ != nullptr || !wire::is_write(op)) ops.push_back(wire::op_name(op));
-      return wire::encode_result(r.id, {{"server", "sluiced"},
-                                        {"protocol", wire::kProtocolVersion},
-                                        {"ops", ops},
-                                        {"writable", target_ != nullptr},
-                                        {"generation", target_ ? target_->generation() : 0}});
+        if (writable || !wire::is_write(op)) ops.push_back(wire::op_name(op));
+      return wire::encode_result(
+          r.id, {{"server", "sluiced"}, {"protocol", wire::kProtocolVersion}, {"ops", ops}, {"writable", writable}});
     }
     case Op::stats: {
       std::lock_guard lock(counters_mu_);
       if (!published_) return error(r, ErrorKind::runtime, "the dataplane is not set up yet");
       return wire::encode_result(r.id, {{"counters", counters_text_}});
     }
-    case Op::rules: {
-      const RuleSet rules = target_ ? target_->rules() : startup_rules_;
-      return wire::encode_result(r.id, {{"rules", dump_rules_yaml(rules)},
-                                        {"generation", target_ ? target_->generation() : 0}});
-    }
+    default:
+      return with_target(r);
+  }
+}
+
+// Everything that reads or changes the running rules: one at a time (the generation check
+// of a write holds until it is applied), and never while the target is being replaced.
+std::string ControlService::with_target(const wire::Request& r) {
+  std::lock_guard lock(target_mu_);
+  RulesTarget* const target = target_.load();
+  const RuleSet running = target ? target->rules() : startup_rules_;
+  const uint64_t generation = target ? target->generation() : 0;
+  switch (r.op) {
+    case Op::rules:
+      return wire::encode_result(r.id, {{"rules", dump_rules_yaml(running)}, {"generation", generation}});
     case Op::config_diff: {
       auto next = load_rules_text(r.text, r.filename);
       if (!next) return error(r, ErrorKind::invalid, next.error().message);
-      const RuleSet running = target_ ? target_->rules() : startup_rules_;
       return wire::encode_result(r.id, {{"diff", wire::diff_to_json(diff_rules(running, *next))},
-                                        {"generation", target_ ? target_->generation() : 0}});
+                                        {"generation", generation}});
     }
     case Op::flows_top: {
-      if (target_ == nullptr)
+      if (target == nullptr)
         return error(r, ErrorKind::unsupported, "this sluiced does not report flows");
-      auto flows = target_->top_flows(r.top);
+      auto flows = target->top_flows(r.top);
       if (!flows) return error(r, ErrorKind::runtime, flows.error().message);
       return wire::encode_result(r.id, {{"flows", flows_json(*flows)}});
     }
@@ -82,24 +94,24 @@ std::string ControlService::execute(const wire::Request& r) {
     case Op::rule_set:
     case Op::rule_del:
     case Op::config_load:
-      return write(r);
+      return write(r, target);
+    default:
+      return error(r, ErrorKind::usage, "unknown op");
   }
-  return error(r, ErrorKind::usage, "unknown op");
 }
 
-std::string ControlService::write(const wire::Request& r) {
-  if (target_ == nullptr)
+std::string ControlService::write(const wire::Request& r, RulesTarget* target) {
+  if (target == nullptr)
     return error(r, ErrorKind::unsupported,
                  std::string(wire::op_name(r.op)) +
                      ": this sluiced cannot change its rules while it runs (restart it with "
                      "another --config)");
-  std::lock_guard lock(write_mu_);
-  const uint64_t generation = target_->generation();
+  const uint64_t generation = target->generation();
   if (r.expect_generation && *r.expect_generation != generation)
     return error(r, ErrorKind::conflict,
                  "rules changed since generation " + std::to_string(*r.expect_generation) +
                      " (now " + std::to_string(generation) + ")");
-  const RuleSet current = target_->rules();
+  const RuleSet current = target->rules();
   Result<RuleSet> next = make_error("");
   switch (r.op) {
     case Op::rule_add: next = add_rules(current, r.text, r.filename, r.before); break;
@@ -108,10 +120,10 @@ std::string ControlService::write(const wire::Request& r) {
     default: next = load_rules_text(r.text, r.filename); break;
   }
   if (!next) return error(r, ErrorKind::invalid, next.error().message);
-  auto applied = target_->apply(std::move(next).value());
+  auto applied = target->apply(std::move(next).value());
   if (!applied) return error(r, ErrorKind::runtime, applied.error().message);
   return wire::encode_result(r.id, {{"diff", wire::diff_to_json(*applied)},
-                                    {"generation", target_->generation()}});
+                                    {"generation", target->generation()}});
 }
 
 }  // namespace sluice

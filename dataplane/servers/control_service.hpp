@@ -7,6 +7,7 @@
 // with, and refuses writes as unsupported.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -23,10 +24,14 @@ class ControlService {
   ControlService(RulesTarget* target, RuleSet startup_rules)
       : target_(target), startup_rules_(std::move(startup_rules)) {}
 
+  // Attaches the running dataplane (null: read-only again). Waits for a request using the
+  // previous one to finish, so a target may be destroyed once this returns with null.
+  void set_target(RulesTarget* target);
+
   // Makes `snap` what `stats` answers. Until the first call, `stats` is an error.
   void publish(const CountersSnapshot& snap);
 
-  // Answers quickly (from copies): hello, stats; and every request that does not decode.
+  // Answers quickly (from copies, never waiting for the target): hello, stats.
   static bool is_quick(const wire::Request& r) {
     return r.op == wire::Op::hello || r.op == wire::Op::stats;
   }
@@ -36,14 +41,15 @@ class ControlService {
   std::string execute(const wire::Request& request);
 
  private:
-  std::string write(const wire::Request& r);
+  std::string write(const wire::Request& r, RulesTarget* target);
+  std::string with_target(const wire::Request& r);
 
-  RulesTarget* const target_;
+  std::atomic<RulesTarget*> target_;
+  std::mutex target_mu_;  // held while a request uses the target
   const RuleSet startup_rules_;
   std::mutex counters_mu_;
   std::string counters_text_;  // guarded by counters_mu_
   bool published_ = false;     // guarded by counters_mu_
-  std::mutex write_mu_;        // one write at a time: its generation check holds until applied
 };
 
 }  // namespace sluice

@@ -308,6 +308,23 @@ TEST_F(ControlSocket, WritesThroughTheSocketApplyAndStaleOnesConflict) {
   EXPECT_EQ(target->generation(), 2u);
 }
 
+TEST_F(ControlSocket, ATargetAttachedAfterTheStartMakesItWritableAndDetachingReadOnly) {
+  auto server = serve();  // as sluiced starts it: before the dataplane exists
+  ctl::SocketBackend backend(sock());
+  EXPECT_EQ(backend.delete_rule("udp-only", {}).failure, ctl::Failure::runtime);
+  auto target = test::PipelineRulesTarget::create(rules_);
+  server->set_target(target.get());
+  EXPECT_NE(exchange(sock(), request("hello")).find("\"writable\":true"), std::string::npos);
+  auto del = backend.delete_rule("udp-only", {});
+  ASSERT_TRUE(del) << del.value.error().message;
+  EXPECT_EQ(target->rules().rules.size(), 1u);
+  server->set_target(nullptr);
+  auto refused = backend.delete_rule("per-source", {});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.value.error().message.find("cannot change its rules"), std::string::npos);
+  EXPECT_EQ(target->rules().rules.size(), 1u);
+}
+
 TEST_F(ControlSocket, MalformedRequestsGetAnErrorAndTheServerKeepsServing) {
   auto server = serve();
   const struct {
