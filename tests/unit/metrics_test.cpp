@@ -273,6 +273,28 @@ TEST(MetricsServer, AClientThatNeverReadsOrTricklesDelaysNoOtherScrape) {
   for (int fd : deaf) close(fd);
 }
 
+TEST(MetricsServer, AHundredMegabyteRequestIsRefusedWithoutBeingRead) {
+  auto m = MetricsServer::start("127.0.0.1:0");
+  ASSERT_TRUE(m) << m.error().message;
+  (*m)->publish(sample());
+  const int fd = connect_loopback((*m)->port());
+  ASSERT_GE(fd, 0);
+  const std::string head = "POST /metrics HTTP/1.1\r\nContent-Length: 100000000\r\n\r\n";
+  send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  const std::string chunk(1 << 16, 'x');
+  for (int i = 0; i < 16; ++i) send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  std::string out;
+  char buf[4096];
+  timeval tv{3, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ssize_t n;
+  while (out.find("\r\n\r\n") == std::string::npos && (n = recv(fd, buf, sizeof buf, 0)) > 0)
+    out.append(buf, size_t(n));
+  close(fd);
+  EXPECT_EQ(out.rfind("HTTP/1.1 413 ", 0), 0u) << out.substr(0, 80);
+  expect_prompt(scrape_latencies((*m)->port()));
+}
+
 // promtool (Debian package prometheus) on a real scrape: no finding at all.
 TEST(MetricsServer, AScrapePassesPromtoolCheckMetrics) {
   const char* promtool = "/usr/bin/promtool";
