@@ -5,7 +5,9 @@
 
 #include "command_parts.hpp"
 #include "counters_json.hpp"
+#include "memory_budget.hpp"
 #include "output_file.hpp"
+#include "pipeline.hpp"
 #include "rule_listing.hpp"
 #include "rules_loader.hpp"
 #include "stats_rates.hpp"
@@ -100,12 +102,25 @@ Answer<Ok> run_rule_show(CommandContext& c) {
 Answer<Ok> run_config_check(CommandContext& c) {
   auto rules = load_rules_file(c.args->file);
   if (!rules) return usage_error(rules.error().message);
+  // The flow tables sluiced would allocate at its default capacity (it may be given another
+  // with --flows), so that an operator can compare them with the machine's memory first.
+  const uint64_t per_rule = PipelineOptions{}.default_max_flows;
+  FlowMemory mem = flow_table_memory(*rules, per_rule);
+  std::string tables = mem.flows == 0 ? "no flow tables (no keyed rules)"
+                                      : "flow tables " + format_memory_size(mem.bytes) + " for " +
+                                            std::to_string(mem.flows) + " flows (" +
+                                            std::to_string(per_rule) +
+                                            " per keyed rule without max-flows)";
   print(c, c.args->file + ": ok, " + std::to_string(rules->rules.size()) + " rule(s), default " +
-               format_action(rules->default_action) + "\n");
+               format_action(rules->default_action) + "; " + tables + "\n");
   return Ok{};
 }
 
 Answer<Ok> run_config_save(CommandContext& c) {
+  if (c.args->file.empty()) return usage_error("config save: the file name is empty");
+  // A link, directory or device the file must not replace: refused before asking sluiced.
+  if (Status s = check_outputs({}, {{"config save", c.args->file}}); !s)
+    return usage_error(s.error().message);
   auto rules = c.backend->rules();
   if (!rules) return failed(rules);
   if (Status s = write_file_atomically(c.args->file, dump_rules_yaml(*rules.value)); !s)
@@ -116,6 +131,11 @@ Answer<Ok> run_config_save(CommandContext& c) {
 
 void declare_iface(CLI::App& sub, CommandArgs& a) {
   sub.add_option("IFACE", a.name, "the network interface")->required();
+}
+
+void declare_xdp_attach(CLI::App& sub, CommandArgs& a) {
+  declare_iface(sub, a);
+  sub.add_option("--mode", a.by, "native or skb")->check(CLI::IsMember({"native", "skb"}));
 }
 
 void declare_nothing(CLI::App&, CommandArgs&) {}
@@ -145,7 +165,7 @@ const std::vector<Command>& commands() {
        declare_config_diff, run_config_diff},
       {{"flows", "top"}, "the N busiest flows now, with their rates", true, declare_flows_top,
        run_flows_top},
-      {{"xdp", "attach"}, kNoXdp, false, declare_iface, nullptr},
+      {{"xdp", "attach"}, kNoXdp, false, declare_xdp_attach, nullptr},
       {{"xdp", "detach"}, kNoXdp, false, declare_iface, nullptr},
   };
   return table;

@@ -1,5 +1,8 @@
 // sluicectl: the only place that turns errors into exit codes (SPEC §1: 0 success, 1 runtime
 // failure, 2 bad usage or invalid input).
+#include <net/if.h>
+#include <sys/un.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,6 +14,24 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitRuntime = 1;
 constexpr int kExitUsage = 2;
+// sockaddr_un::sun_path holds the path and its terminating NUL; IFNAMSIZ likewise.
+constexpr size_t kMaxSocketPathBytes = sizeof(sockaddr_un::sun_path) - 1;
+constexpr size_t kMaxInterfaceNameBytes = IFNAMSIZ - 1;
+
+// What is wrong with the global options' values, if anything.
+std::string backend_choice_error(const sluice::ctl::Cli& cli) {
+  const std::string& socket = cli.backend.socket_path;
+  const std::string& xdp = cli.backend.xdp_iface;
+  if (socket.empty()) return "--socket needs a non-empty value";
+  if (socket.size() > kMaxSocketPathBytes)
+    return "--socket " + socket + ": a socket path must be 1 to " +
+           std::to_string(kMaxSocketPathBytes) + " bytes long";
+  if (cli.app.count("--xdp") != 0 && xdp.empty()) return "--xdp needs a non-empty value";
+  if (xdp.size() > kMaxInterfaceNameBytes)
+    return "--xdp " + xdp + ": an interface name is at most " +
+           std::to_string(kMaxInterfaceNameBytes) + " bytes long";
+  return "";
+}
 
 }  // namespace
 
@@ -29,6 +50,10 @@ int main(int argc, char** argv) {
     return cli->app.exit(e) == 0 ? kExitOk : kExitUsage;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "sluicectl: %s\nRun with --help for more information.\n", e.what());
+    return kExitUsage;
+  }
+  if (const std::string why = backend_choice_error(*cli); !why.empty()) {
+    std::fprintf(stderr, "sluicectl: %s\n", why.c_str());
     return kExitUsage;
   }
   const Command* command = cli->chosen;

@@ -2,7 +2,9 @@
 # The newcomer's test command: installs what is missing, builds, and runs every test:
 #   1. the normal build: unit, end-to-end and integration suites;
 #   2. the core and replay tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. the concurrency tests under ThreadSanitizer.
+#   3. the concurrency tests under ThreadSanitizer;
+#   4. the Debian package: built once by scripts/package.sh (lintian-checked), then installed
+#      into a scratch root and run by tests/install/package_check.sh (counted as one test).
 # Ends with meson's summaries and one plain line "N passed, N failed[, N skipped]".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,6 +75,15 @@ setup_build build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef
 build "TSan" build-tsan && run_tests "TSan" build-tsan --timeout-multiplier 4 \
   --wrapper "setarch $(uname -m) -R" limiter_concurrency flow_table pipeline \
   counters_handoff control_socket metrics
+
+echo "=== Debian package ==="
+if deb=$(scripts/package.sh build-deb | tail -1) && tests/install/package_check.sh "$deb"; then
+  passed=$((passed + 1))
+  summaries+=("Debian package: 1 passed, 0 failed, 0 skipped")
+else
+  failed=$((failed + 1))
+  summaries+=("Debian package: 0 passed, 1 failed, 0 skipped")
+fi
 
 echo
 echo "=== summary ==="
