@@ -203,6 +203,7 @@ TEST_F(Service, RefusedWritesChangeNothing) {
        "conflict", "rules changed since generation 7 (now 1)"},
       {req("config.load", {{"text", "rules:\n  - {name: a, rate: x}\n"}, {"filename", "new.yaml"}}),
        "invalid", "new.yaml:2"},
+      {req("config.load", {{"text", ","}, {"filename", "comma.yaml"}}), "invalid", "comma.yaml"},
       {req("rule.add", {{"text", "name: dns\nkey: none\nrate: 1kpps\nburst: 5\n"}, {"filename", "d.yaml"}}),
        "invalid", "d.yaml:1"},
       {req("rule.del", {{"name", "ghost"}}), "invalid", "no rule of that name"},
