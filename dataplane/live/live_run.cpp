@@ -80,7 +80,7 @@ struct CounterReaders {
 // takes no device.
 Status start_readers(const LiveOptions& opts, const Pipeline& pipeline, CounterReaders* readers) {
   if (!opts.control_socket.empty()) {
-    auto server = ControlServer::start(opts.control_socket, dump_rules_yaml(pipeline.rules()));
+    auto server = ControlServer::start(opts.control_socket, pipeline.rules());
     if (!server) return server.error();
     readers->control = std::move(server).value();
   }
