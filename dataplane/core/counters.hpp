@@ -8,23 +8,26 @@
 #include <string>
 #include <vector>
 
+#include "../abi/sluice_enums.h"
+
 namespace sluice {
 
 // Packet outcomes counted in packets and bytes. `exceeded` counts non-conforming packets
-// whatever the action (a dry-run `pass` rule counts what it would have dropped).
+// whatever the action (a dry-run `pass` rule counts what it would have dropped). Values from
+// sluice_enums.h: they index the XDP program's per-CPU counters too.
 enum class Outcome : uint8_t {
-  matched,
-  conformed,
-  exceeded,
-  passed,
-  dropped,
-  marked,
-  delayed,
-  malformed,
-  green,
-  yellow,
-  red,
-  kCount,
+  matched = SL_OUTCOME_MATCHED,
+  conformed = SL_OUTCOME_CONFORMED,
+  exceeded = SL_OUTCOME_EXCEEDED,
+  passed = SL_OUTCOME_PASSED,
+  dropped = SL_OUTCOME_DROPPED,
+  marked = SL_OUTCOME_MARKED,
+  delayed = SL_OUTCOME_DELAYED,
+  malformed = SL_OUTCOME_MALFORMED,
+  green = SL_OUTCOME_GREEN,
+  yellow = SL_OUTCOME_YELLOW,
+  red = SL_OUTCOME_RED,
+  kCount = SL_OUTCOME_COUNT,
 };
 
 constexpr size_t kOutcomeCount = size_t(Outcome::kCount);

@@ -3,11 +3,14 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "../abi/sluice_enums.h"
 #include "rate.hpp"
 
 namespace sluice {
@@ -39,19 +42,32 @@ struct Match {
   friend bool operator==(const Match&, const Match&) = default;
 };
 
-enum class KeyMode : uint8_t { none, src_ip, dst_ip, src_dst, five_tuple, src_prefix, dst_prefix };
-
-enum class Algorithm : uint8_t {
-  token_bucket,
-  gcra,
-  leaky_bucket,
-  srtcm,
-  trtcm,
-  sliding_window,
-  fixed_window,
+// Values from sluice_enums.h: the XDP program reads them from its maps.
+enum class KeyMode : uint8_t {
+  none = SL_KEY_NONE,
+  src_ip = SL_KEY_SRC_IP,
+  dst_ip = SL_KEY_DST_IP,
+  src_dst = SL_KEY_SRC_DST,
+  five_tuple = SL_KEY_FIVE_TUPLE,
+  src_prefix = SL_KEY_SRC_PREFIX,
+  dst_prefix = SL_KEY_DST_PREFIX,
 };
 
-enum class ActionKind : uint8_t { pass, drop, mark_dscp };
+enum class Algorithm : uint8_t {
+  token_bucket = SL_ALG_TOKEN_BUCKET,
+  gcra = SL_ALG_GCRA,
+  leaky_bucket = SL_ALG_LEAKY_BUCKET,
+  srtcm = SL_ALG_SRTCM,
+  trtcm = SL_ALG_TRTCM,
+  sliding_window = SL_ALG_SLIDING_WINDOW,
+  fixed_window = SL_ALG_FIXED_WINDOW,
+};
+
+enum class ActionKind : uint8_t {
+  pass = SL_ACT_PASS,
+  drop = SL_ACT_DROP,
+  mark_dscp = SL_ACT_MARK_DSCP,
+};
 
 struct Action {
   ActionKind kind = ActionKind::pass;
@@ -68,6 +84,17 @@ struct ColourActions {
 };
 
 constexpr uint64_t kDefaultIdleTimeoutNs = 60ull * 1000 * 1000 * 1000;
+
+// What the default action's counters and metrics series are named (rule="default"); no rule
+// may take it.
+constexpr std::string_view kDefaultRuleName = "default";
+
+// Most rules a packet is charged along: the rule it matched and its parents, grandparents...
+// (the pipeline bounds its per-packet work and refund list with it; the loader rejects deeper
+// chains at their line).
+constexpr size_t kMaxParentChain = 8;
+// Largest max-flows of one rule: 2^28 flows, 8 GiB of flow table (12 GiB for meters).
+constexpr uint64_t kMaxFlowsPerRule = uint64_t{1} << 28;
 
 struct Rule {
   std::string name;

@@ -1,0 +1,161 @@
+/*
+ * The kernel/user ABI of the XDP backend: everything that crosses between ebpf/sluice.bpf.c
+ * and the user-space loader (ebpf/xdp_program.cpp), defined once. Plain C11 (checked as
+ * -std=c11 -pedantic -Werror and as clang -target bpf on every build: dataplane/abi/meson.build);
+ * sluice_abi.hpp beside it static_asserts the layout for C++.
+ *
+ * Limits. SL_XDP_MAX_RULES = 256: a rule set is classified with per-field bitmaps of
+ * SL_XDP_RULE_WORDS 64-bit words (the shared scheme of match_tables.hpp), intersected word by
+ * word in a bounded loop; 4 words keep every map value at 32 bytes and the loop at 4 rounds.
+ * The loader refuses a larger rules file with a message saying so.
+ *
+ * Buckets. Single-word state (token-bucket, gcra, windows) is published with one 64-bit
+ * compare-and-swap (__sync_val_compare_and_swap, BPF_CMPXCHG, -mcpu=v3), as the core does.
+ * Meters (srtcm, trtcm) keep two full 64-bit time values (bucket_math.h sl_meter_state: the
+ * committed empty time and the excess credit or peak empty time, each a time in 2^-k ns),
+ * which cannot be packed into one 64-bit word without changing the arithmetic both backends
+ * must share, and BPF has no 16-byte CAS. bpf_spin_lock was the other candidate, but this
+ * kernel refuses a spin lock in an LRU hash value (map creation fails; only hash, array and
+ * local-storage maps may hold one), and per-flow meters need the LRU table. So a bucket has a
+ * sequence word instead: a writer decides on (w0, w1) read under an even sequence s, claims
+ * the bucket with one CAS s -> s+1 (which fails if anyone published since), stores both words
+ * and releases with s+2; a decision that changes nothing just re-checks s. That is a 16-byte
+ * compare-and-swap made of a 64-bit one, lock-free for readers; it relies on loads not being
+ * reordered with loads (x86-64, the only JIT this project targets). The same claim guards a
+ * bucket's first initialisation (sequence 0: an aggregate starts full at its first packet's
+ * time, which only that packet knows) and an idle flow's restart.
+ *
+ * Test clock. With the program's .rodata switch sl_test_clock set before load, now_ns is
+ * sl_xdp_config.test_now_ns (map sl_config, key 0), which a BPF_PROG_TEST_RUN caller writes
+ * before each packet to replay a trace with chosen timestamps; off (the default), now_ns is
+ * bpf_ktime_get_ns() and the verifier prunes the map read as dead code.
+ */
+#ifndef SLUICE_ABI_SLUICE_ABI_H
+#define SLUICE_ABI_SLUICE_ABI_H
+
+#include "../core/bucket_math.h"
+#include "sluice_enums.h"
+
+#if defined(__bpf__)
+typedef __u8 sl_u8;
+typedef __u16 sl_u16;
+typedef __s16 sl_s16;
+typedef __s32 sl_s32;
+#else
+typedef uint8_t sl_u8;
+typedef uint16_t sl_u16;
+typedef int16_t sl_s16;
+typedef int32_t sl_s32;
+#endif
+
+#define SL_XDP_MAX_RULES 256
+#define SL_XDP_RULE_WORDS (SL_XDP_MAX_RULES / 64)
+/* Deepest parent chain charged per packet (the core's kMaxChain). */
+#define SL_XDP_MAX_CHAIN 8
+/* Counter slot of the default action, after the rules'. */
+#define SL_XDP_DEFAULT_SLOT SL_XDP_MAX_RULES
+#define SL_XDP_COUNTER_SLOTS ((SL_XDP_MAX_RULES + 1) * SL_OUTCOME_COUNT)
+/* Disjoint port ranges a field's conditions cut 0..65535 into: at most two cuts per rule. */
+#define SL_XDP_MAX_PORT_RANGES (2 * SL_XDP_MAX_RULES + 1)
+/* LPM entries per trie: one per rule condition plus the /0 entry. */
+#define SL_XDP_MAX_PREFIXES (SL_XDP_MAX_RULES + 1)
+#define SL_XDP_VLAN_IDS 4096
+#define SL_XDP_MAX_INGRESS_PORTS 1024
+/* Interfaces given an ingress port id (map sl_ifport; an unlisted one is port 0). */
+#define SL_XDP_MAX_IFACES 64
+/* Default size of the per-flow LRU table (all keyed rules share it). */
+#define SL_XDP_DEFAULT_FLOWS 65536
+
+/* Pins: SL_XDP_PIN_ROOT/IFACE/<map name>, the map names being those of sluice.bpf.c. */
+#define SL_XDP_PIN_ROOT "/sys/fs/bpf/sluice"
+
+/* Bit i set: rule i (file order) is a candidate. */
+struct sl_rule_bits {
+  sl_u64 w[SL_XDP_RULE_WORDS];
+};
+
+/* BPF_MAP_TYPE_LPM_TRIE keys: prefix length in bits, then the address in wire order. */
+struct sl_lpm_v4_key {
+  sl_u32 prefixlen;
+  sl_u8 addr[4];
+};
+struct sl_lpm_v6_key {
+  sl_u32 prefixlen;
+  sl_u8 addr[16];
+};
+
+/* Keys of map sl_misc_bits: the candidates of frames a per-field table has no entry for. */
+enum sl_misc_bits {
+  SL_BITS_NO_PORTS = 0,      /* no L4 ports: not tcp/udp/sctp, or a non-first fragment */
+  SL_BITS_UNTAGGED = 1,      /* no VLAN tag */
+  SL_BITS_INGRESS_OTHER = 2, /* an ingress port id sl_ingress_bits does not list */
+  SL_BITS_NON_IP = 3,        /* a frame that is not IP: replaces the L3/L4 lookups */
+  SL_BITS_COUNT = 4
+};
+
+struct sl_action_entry {
+  sl_u8 kind; /* enum sl_action_kind */
+  sl_u8 dscp; /* for SL_ACT_MARK_DSCP */
+};
+
+/* One compiled rule (map sl_rules, key = rule index). Profiles are the core's, built by
+ * limiter_profile.cpp, so both backends run the same numbers through bucket_math.h. */
+struct sl_xdp_rule {
+  struct sl_rate_profile rate;     /* token-bucket, gcra */
+  struct sl_meter_profile meter;   /* srtcm, trtcm */
+  struct sl_window_profile window; /* fixed-window, sliding-window */
+  sl_u64 idle_timeout_ns;          /* a flow idle this long starts again full */
+  sl_u32 overhead_bytes;           /* added to a frame's length for byte rates */
+  sl_s32 parent;                   /* rule index, -1: none */
+  sl_u8 algorithm;                 /* enum sl_algorithm */
+  sl_u8 key_mode;                  /* enum sl_key_mode */
+  sl_u8 key_prefix_len;            /* SL_KEY_SRC_PREFIX / SL_KEY_DST_PREFIX */
+  sl_u8 cost_unit;                 /* enum sl_cost_unit */
+  sl_u8 chain_len;                 /* entries of chain[] in use, >= 1 */
+  sl_u8 reserved[3];
+  sl_s16 chain[SL_XDP_MAX_CHAIN]; /* this rule, then its parents, nearest first */
+  struct sl_action_entry action;   /* on exceeding (policers, windows) */
+  struct sl_action_entry overflow; /* when no flow slot can be had */
+  struct sl_action_entry green, yellow, red; /* meters */
+  sl_u8 reserved2[6];
+};
+
+/* Map sl_config, key 0. */
+struct sl_xdp_config {
+  sl_u32 rule_count;
+  struct sl_action_entry default_action;
+  sl_u16 reserved;
+  sl_u64 test_now_ns; /* now_ns when the program was loaded with sl_test_clock on */
+};
+
+/* Map sl_flows (LRU hash) key: the rule and the flow key words of its key mode, laid out as
+ * the core's FlowKey (flow_key.hpp): w[0] = mode | IP version << 8 | prefix bits << 16 |
+ * proto << 24 | src port << 32 | dst port << 48; IPv4 w[1] = src | dst << 32; IPv6 w[1..2] src,
+ * w[3..4] dst (addresses as loaded little-endian from the wire). */
+#define SL_FLOW_KEY_WORDS 5
+struct sl_flow_key {
+  sl_u32 rule;
+  sl_u32 reserved;
+  sl_u64 w[SL_FLOW_KEY_WORDS];
+};
+
+/* A bucket (value of sl_flows, and of sl_aggregates by rule index). */
+struct sl_bucket {
+  sl_u64 seq;                /* 0: never initialised; odd: a writer is inside (see above) */
+  sl_u64 w0;                 /* the bucket word; meters: sl_meter_state.e0 */
+  sl_u64 w1;                 /* meters: sl_meter_state.e1 */
+  sl_u64 last_seen_ns;       /* flows: the last packet's now_ns, for the idle timeout */
+};
+
+/* Map sl_counters (per-CPU array): index sl_counter_index(rule or SL_XDP_DEFAULT_SLOT,
+ * outcome); user space sums the CPUs. */
+struct sl_counter {
+  sl_u64 packets;
+  sl_u64 bytes;
+};
+
+static inline sl_u32 sl_counter_index(sl_u32 slot, sl_u32 outcome) {
+  return slot * SL_OUTCOME_COUNT + outcome;
+}
+
+#endif /* SLUICE_ABI_SLUICE_ABI_H */

@@ -1,0 +1,83 @@
+// The XDP program in user space: loaded through its bpftool skeleton (open -> .rodata ->
+// load -> attach -> destroy), its maps filled from a RuleSet and its per-CPU counters summed.
+// Every map is reached through the skeleton, never by a name string.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../dataplane/abi/sluice_abi.h"
+#include "../dataplane/core/counters.hpp"
+#include "../dataplane/core/result.hpp"
+#include "../dataplane/core/rules.hpp"
+
+struct sluice_bpf;  // the skeleton (sluice.skel.h)
+
+namespace sluice::xdp {
+
+struct LoadOptions {
+  // Take now_ns from sl_config.test_now_ns instead of the kernel clock (sluice_abi.h), so
+  // BPF_PROG_TEST_RUN can replay a trace with chosen timestamps.
+  bool test_clock = false;
+  uint32_t flow_capacity = SL_XDP_DEFAULT_FLOWS;  // entries of the shared per-flow LRU table
+  uint64_t stale_read_tolerance_ns = SL_STEP_TOLERANCE_NS;
+};
+
+enum class AttachMode { native, skb };
+
+class XdpProgram {
+ public:
+  // Opens and loads the program (the kernel verifier runs here).
+  static Result<std::unique_ptr<XdpProgram>> load(const LoadOptions& opts);
+  ~XdpProgram();  // detaches what attach() attached, then destroys the skeleton
+  XdpProgram(const XdpProgram&) = delete;
+  XdpProgram& operator=(const XdpProgram&) = delete;
+
+  int prog_fd() const;
+
+  // Compiles and loads a rule set into the maps, with every bucket starting over; refuses what
+  // compile_xdp_rules() refuses and then changes nothing.
+  Status set_rules(const RuleSet& rules);
+
+  // The test clock's now_ns for the next packets (only with LoadOptions::test_clock).
+  Status set_test_now(uint64_t now_ns);
+
+  // One frame through BPF_PROG_TEST_RUN: the XDP verdict and the frame as the program left it.
+  // With repeat > 1 the kernel runs the program that many times on the frame (each run sees
+  // the original bytes) and reports the last run and the mean time per run.
+  struct RunResult {
+    uint32_t verdict = 0;  // XDP_PASS, XDP_DROP, ...
+    std::vector<uint8_t> frame;
+    uint32_t duration_ns = 0;  // mean per run
+  };
+  Result<RunResult> test_run(const uint8_t* frame, uint32_t len, uint32_t repeat = 1);
+
+  // Gives interface `ifindex` the ingress port id that rules' `port` field matches (an
+  // interface not given one is port 0).
+  Status set_ingress_port(int ifindex, uint32_t port_id);
+
+  // The counters summed over CPUs: index i < rule count is rule i, the last entry the default.
+  Result<WorkerCounters> counters() const;
+
+  // bpf_xdp_attach in native (driver) or generic (skb) mode; refused if the interface
+  // already has an XDP program.
+  Status attach(int ifindex, AttachMode mode);
+  Status detach();
+
+  // Pins every map of the program as DIR/<map name> (DIR must exist); unpin_maps() removes
+  // them again.
+  Status pin_maps(const std::string& dir);
+  void unpin_maps(const std::string& dir);
+
+ private:
+  XdpProgram(sluice_bpf* skel, const LoadOptions& opts) : skel_(skel), opts_(opts) {}
+  sluice_bpf* skel_;
+  LoadOptions opts_;
+  size_t rule_count_ = 0;
+  int attached_ifindex_ = 0;
+  uint32_t attached_flags_ = 0;
+};
+
+}  // namespace sluice::xdp
