@@ -139,10 +139,10 @@ fi
 tail --pid="$DP_PID" -s 0.1 -n +1 -F "$IT_DIR/sluiced.out" 2>/dev/null | {
   n=0
   while IFS= read -r line; do
-    if [[ $line == "rule "* ]]; then
-      printf '\n--- t = %d s\n' $n
-      n=$((n + 1))
-    fi
+    [[ $line == "rule "* ]] && n=$((n + 1))
+    # Quiet while sluicectl's own tables are on screen (phase 3).
+    [[ -e $IT_DIR/quiet ]] && continue
+    [[ $line == "rule "* ]] && printf '\n--- t = %d s\n' $((n - 1))
     printf '%s\n' "$line"
   done
 } &
@@ -196,6 +196,7 @@ CTL=("$SLUICECTL" --socket "$IT_DIR/sluiced.sock")
 echo
 echo "== phase 3 (5 s): the 2 DNS floods again (500/s each); an operator raises dns-per-source"
 echo "   from 100/s to 300/s per source while they run, and its passed rate follows"
+touch "$IT_DIR/quiet"
 dns_flood p3-flood 5
 sleep 0.5
 echo "== sluicectl stats --watch 1 --count 2   (before: ~200 passed/s)"
@@ -204,6 +205,7 @@ echo "== sluicectl rule set dns-per-source --rate 300pps"
 "${CTL[@]}" rule set dns-per-source --rate 300pps
 echo "== sluicectl stats --watch 1 --count 2   (after: ~600 passed/s)"
 "${CTL[@]}" stats --watch 1 --count 2
+rm -f "$IT_DIR/quiet"
 wait_senders
 sleep 1.2
 
