@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sluice demo.
 #
-#   scripts/demo.sh [RULES.yaml]            live (default; needs root): ~20 s
+#   scripts/demo.sh [RULES.yaml]            live (default; needs root): ~30 s
 #   scripts/demo.sh --replay [RULES.yaml]   offline replay: no NIC, no hugepages, no root
 #   (BUILD=dir uses another build directory; SLUICE_DEMO_PMD=af_packet skips AF_XDP)
 #
@@ -9,9 +9,10 @@
 # `sluiced` on one end through net_af_xdp (net_af_packet if AF_XDP cannot start), one port,
 # so what passes goes back out of it, with examples/rules-live.yaml, and drives
 # `sluice-sender` from the other namespace: first every class of traffic below its limit,
-# then above it. sluiced prints its per-rule counters every second; before it stops,
-# `sluicectl` reads the running rules and counters through sluiced's control socket; then it
-# stops on SIGINT and prints the final ones. Everything it created is removed on exit (trap), however
+# then above it, then an operator raising a limit with `sluicectl rule set` while traffic
+# flows (`sluicectl stats --watch` before and after). sluiced prints its per-rule counters
+# every second; before it stops, `sluicectl` reads the running rules and counters through
+# sluiced's control socket; then it stops on SIGINT and prints the final ones. Everything it created is removed on exit (trap), however
 # it ends. All traffic stays on the veth pair, with addresses from 198.18.0.0/15 and
 # 192.0.2.0/24.
 #
@@ -27,7 +28,7 @@ if [[ ${1:-} == --replay ]]; then
   shift
 fi
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 BUILD=${BUILD:-build}
@@ -138,10 +139,10 @@ fi
 tail --pid="$DP_PID" -s 0.1 -n +1 -F "$IT_DIR/sluiced.out" 2>/dev/null | {
   n=0
   while IFS= read -r line; do
-    if [[ $line == "rule "* ]]; then
-      printf '\n--- t = %d s\n' $n
-      n=$((n + 1))
-    fi
+    [[ $line == "rule "* ]] && n=$((n + 1))
+    # Quiet while sluicectl's own tables are on screen (phase 3).
+    [[ -e $IT_DIR/quiet ]] && continue
+    [[ $line == "rule "* ]] && printf '\n--- t = %d s\n' $((n - 1))
     printf '%s\n' "$line"
   done
 } &
@@ -188,6 +189,23 @@ dns_ok p2-dns 6
 dns_flood p2-flood 6
 web p2-web 6 1000
 tenant p2-tenant 6 1000
+wait_senders
+
+# Phase 3: an operator raises a limit while traffic flows, and the dataplane follows at once.
+CTL=("$SLUICECTL" --socket "$IT_DIR/sluiced.sock")
+echo
+echo "== phase 3 (5 s): the 2 DNS floods again (500/s each); an operator raises dns-per-source"
+echo "   from 100/s to 300/s per source while they run, and its passed rate follows"
+touch "$IT_DIR/quiet"
+dns_flood p3-flood 5
+sleep 0.5
+echo "== sluicectl stats --watch 1 --count 2   (before: ~200 passed/s)"
+"${CTL[@]}" stats --watch 1 --count 2
+echo "== sluicectl rule set dns-per-source --rate 300pps"
+"${CTL[@]}" rule set dns-per-source --rate 300pps
+echo "== sluicectl stats --watch 1 --count 2   (after: ~600 passed/s)"
+"${CTL[@]}" stats --watch 1 --count 2
+rm -f "$IT_DIR/quiet"
 wait_senders
 sleep 1.2
 
