@@ -37,9 +37,15 @@ class XdpProgram {
 
   int prog_fd() const;
 
-  // Compiles and loads a rule set into the maps, with every bucket starting over; refuses what
-  // compile_xdp_rules() refuses and then changes nothing.
+  // Compiles a rule set into the bank of the maps the program is not reading and switches to
+  // it with one map write (sluice_abi.h "Rule changes"): a packet sees the old set or the new
+  // one. A rule whose state identity is unchanged (rules_diff.hpp) keeps its buckets, flows
+  // and counters; a new rate, burst or limit carries its tokens, capped at the new burst; new
+  // rules start full. Refuses what compile_xdp_rules() refuses and then changes nothing.
   Status set_rules(const RuleSet& rules);
+
+  // The rule set running now (empty before the first set_rules).
+  const RuleSet& rules() const { return rules_; }
 
   // The test clock's now_ns for the next packets (only with LoadOptions::test_clock).
   Status set_test_now(uint64_t now_ns);
@@ -75,7 +81,15 @@ class XdpProgram {
   XdpProgram(sluice_bpf* skel, const LoadOptions& opts) : skel_(skel), opts_(opts) {}
   sluice_bpf* skel_;
   LoadOptions opts_;
-  size_t rule_count_ = 0;
+  Result<sl_xdp_config> read_config() const;
+  uint64_t now_ns() const;  // the program's clock: the test clock, or CLOCK_MONOTONIC
+  Status start_slots_over(const std::vector<uint16_t>& slots);
+  // Drops the flows of drop_slots and converts those of the rules' slots (convert_bucket).
+  Status sweep_flows(const std::vector<uint16_t>& drop_slots,
+                     const std::vector<const sl_xdp_rule*>& convert_rules);
+
+  RuleSet rules_;                    // running now
+  std::vector<sl_xdp_rule> entries_;  // its entries, as in the active bank
   int attached_ifindex_ = 0;
   uint32_t attached_flags_ = 0;
 };
