@@ -3,6 +3,7 @@
 #
 #   scripts/bench.sh core [--repetitions N] [--write]
 #   scripts/bench.sh dataplane [--repetitions N] [--write] [-- BENCH_DATAPLANE_OPTIONS...]
+#   scripts/bench.sh xdp [--write]
 #
 # core: Google Benchmark (build-bench/bench/sluice-bench-core) of one decision of every core
 #   algorithm, on 1 thread and with 2 threads charging one shared bucket, beside a
@@ -13,6 +14,8 @@
 #   `scripts/bench_dataplane.sh --breakdown` (see its header: root, hugepages, and its CPUs for
 #   tens of minutes) on build-bench, with --repetitions N passed on (its default: 3) and
 #   anything after "--" appended (e.g. -- --flows "1000 100000").
+# xdp: the XDP backend: scripts/bench_xdp.sh (see its header: root; BPF_PROG_TEST_RUN at 1,
+#   1k and 1M flows beside XDP_PASS and a naive hash-map token bucket, then live on veth).
 # --write: also replaces the generated section of docs/BENCHMARKS.md (between its
 #   "bench:MODE" markers) with the tables, the exact command and the machine.
 #
@@ -230,6 +233,13 @@ mode_dataplane() {
   local args=(--breakdown)
   ((REPETITIONS_GIVEN)) && args+=(--repetitions "$REPETITIONS")
   BUILD=$BUILD scripts/bench_dataplane.sh "${args[@]}" "${PASS_ON[@]}"
+}
+
+# ------------------------------------------------------------------------------ xdp
+
+mode_xdp() {
+  bench_wait_for_quiet bench
+  BUILD=$BUILD scripts/bench_xdp.sh
 }
 
 # Replaces the lines between "<!-- bench:MODE:begin -->" and "<!-- bench:MODE:end -->".

@@ -3,7 +3,13 @@
 // each flow count given (distinct IPv4 sources, UDP). Prints one markdown table row per
 // program and flow count; scripts/bench_xdp.sh runs it (root: BPF_PROG_TEST_RUN).
 //
-//   sluice-bench-xdp [--flows 1,1000,1000000] [--packets N] [--repeat R]
+//   sluice-bench-xdp [--flows 1,1000,1000000] [--packets N] [--passes N] [--repeat R]
+//   sluice-bench-xdp --attach IFACE [--program sluice|drop] [--mode native|skb] --seconds S
+//
+// The second form attaches to IFACE for S seconds, for the live veth measurement of
+// scripts/bench_xdp.sh, and prints the frames the program saw: sluice (XdpBackend: pinned
+// maps, bpf_xdp_attach) with a per-source token bucket that drops nearly everything (1 pps,
+// burst 1), or the floor, drop.bpf.c (every frame dropped and counted).
 //
 // Method: the frames of all flows are built first; one pass over them warms the maps (every
 // flow exists), then the measured passes send frame k mod flows, one BPF_PROG_TEST_RUN call
@@ -15,6 +21,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -24,10 +34,12 @@
 #include <string>
 #include <vector>
 
+#include "drop.skel.h"
 #include "naive_tb.skel.h"
 #include "packet_builder.hpp"
 #include "pass.skel.h"
 #include "rules_loader.hpp"
+#include "xdp_backend.hpp"
 #include "xdp_program.hpp"
 
 namespace {
@@ -39,6 +51,10 @@ struct Options {
   size_t packets = 300000;  // per measured pass (at least one visit of every flow)
   int passes = 3;
   uint32_t repeat = 1;
+  std::string attach;  // live mode: the interface
+  std::string mode = "native";
+  std::string program = "sluice";
+  int seconds = 0;
 };
 
 [[noreturn]] void usage() {
@@ -68,11 +84,22 @@ Options parse(int argc, char** argv) {
       o.passes = std::stoi(v);
     } else if (a == "--repeat") {
       o.repeat = uint32_t(std::stoul(v));
+    } else if (a == "--attach") {
+      o.attach = v;
+    } else if (a == "--program") {
+      o.program = v;
+    } else if (a == "--mode") {
+      o.mode = v;
+    } else if (a == "--seconds") {
+      o.seconds = std::stoi(v);
     } else {
       usage();
     }
   }
   if (o.flows.empty() || o.passes < 1 || o.repeat < 1) usage();
+  if (!o.attach.empty() && (o.seconds < 1 || (o.mode != "native" && o.mode != "skb") ||
+                            (o.program != "sluice" && o.program != "drop")))
+    usage();
   return o;
 }
 
@@ -123,10 +150,62 @@ struct Program {
   std::function<void()> unload;
 };
 
+const char* kPerSource =
+    "rules:\n  - {name: per-source, match: {proto: udp}, key: src-ip, algorithm: "
+    "token-bucket, rate: 1000000pps, burst: 1000000, action: drop}\n";
+
+const char* kDropPerSource =
+    "rules:\n  - {name: per-source, match: {proto: udp}, key: src-ip, algorithm: "
+    "token-bucket, rate: 1pps, burst: 1, action: drop}\n";
+
+int attach_drop_for(const Options& o) {
+  const int ifindex = int(if_nametoindex(o.attach.c_str()));
+  if (ifindex == 0) return std::fprintf(stderr, "no such interface: %s\n", o.attach.c_str()), 2;
+  bench_drop* d = bench_drop__open_and_load();
+  if (!d) return std::perror("loading drop.bpf.o"), 1;
+  const uint32_t flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
+                         (o.mode == "skb" ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE);
+  const int fd = bpf_program__fd(d->progs.bench_drop);
+  if (int err = bpf_xdp_attach(ifindex, fd, flags, nullptr)) {
+    bench_drop__destroy(d);
+    return std::fprintf(stderr, "attaching: %s\n", std::strerror(-err)), 1;
+  }
+  sleep(unsigned(o.seconds));
+  const int cpus = libbpf_num_possible_cpus();
+  std::vector<uint64_t> per_cpu(size_t(cpus > 0 ? cpus : 1));
+  const uint32_t zero = 0;
+  uint64_t total = 0;
+  if (bpf_map__lookup_elem(d->maps.drop_count, &zero, sizeof zero, per_cpu.data(),
+                           per_cpu.size() * sizeof(uint64_t), 0) == 0)
+    for (uint64_t n : per_cpu) total += n;
+  LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = fd);
+  bpf_xdp_detach(ifindex, (flags & ~uint32_t(XDP_FLAGS_UPDATE_IF_NOEXIST)) | XDP_FLAGS_REPLACE,
+                 &opts);
+  bench_drop__destroy(d);
+  std::printf("%llu\n", (unsigned long long)total);
+  return 0;
+}
+
+int attach_for(const Options& o) {
+  if (o.program == "drop") return attach_drop_for(o);
+  auto rules = sluice::load_rules_text(kDropPerSource, "bench.yaml");
+  if (!rules) return std::fprintf(stderr, "%s\n", rules.error().message.c_str()), 1;
+  auto be = sluice::xdp::XdpBackend::attach(
+      o.attach, o.mode == "skb" ? sluice::xdp::AttachMode::skb : sluice::xdp::AttachMode::native,
+      *rules);
+  if (!be) return std::fprintf(stderr, "%s\n", be.error().message.c_str()), 1;
+  sleep(unsigned(o.seconds));
+  auto c = (*be)->counters();
+  if (!c) return std::fprintf(stderr, "%s\n", c.error().message.c_str()), 1;
+  std::printf("%llu\n", (unsigned long long)c->per_rule[0].pkts(sluice::Outcome::matched));
+  return (*be)->detach().ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (!o.attach.empty()) return attach_for(o);
   const size_t max_flows = *std::max_element(o.flows.begin(), o.flows.end());
 
   bench_pass* pass = nullptr;
@@ -146,9 +225,6 @@ int main(int argc, char** argv) {
     sluice_prog = std::move(*p);
     return sluice_prog->prog_fd();
   };
-  const char* kPerSource =
-      "rules:\n  - {name: per-source, match: {proto: udp}, key: src-ip, algorithm: "
-      "token-bucket, rate: 1000000pps, burst: 1000000, action: drop}\n";
   const char* kNoRules = "rules: []\n";
 
   std::vector<Program> programs = {
