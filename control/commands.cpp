@@ -5,7 +5,9 @@
 #include <thread>
 
 #include "counters_json.hpp"
+#include "memory_budget.hpp"
 #include "output_file.hpp"
+#include "pipeline.hpp"
 #include "rule_listing.hpp"
 #include "rules_loader.hpp"
 
@@ -123,13 +125,26 @@ Status run_config_check(CommandContext& c) {
   if (c.args.size() != 1) return usage_error(c, "config check: needs one rules file");
   auto rules = load_rules_file(c.args[0]);
   if (!rules) return usage_error(c, rules.error().message);
+  // The flow tables sluiced would allocate at its default capacity (it may be given another
+  // with --flows), so that an operator can compare them with the machine's memory first.
+  const uint64_t per_rule = PipelineOptions{}.default_max_flows;
+  FlowMemory mem = flow_table_memory(*rules, per_rule);
+  std::string tables = mem.flows == 0 ? "no flow tables (no keyed rules)"
+                                      : "flow tables " + format_memory_size(mem.bytes) + " for " +
+                                            std::to_string(mem.flows) + " flows (" +
+                                            std::to_string(per_rule) +
+                                            " per keyed rule without max-flows)";
   print(c, c.args[0] + ": ok, " + std::to_string(rules->rules.size()) + " rule(s), default " +
-               format_action(rules->default_action) + "\n");
+               format_action(rules->default_action) + "; " + tables + "\n");
   return Ok{};
 }
 
 Status run_config_save(CommandContext& c) {
   if (c.args.size() != 1) return usage_error(c, "config save: needs one file to write");
+  if (c.args[0].empty()) return usage_error(c, "config save: the file name is empty");
+  // A link, directory or device the file must not replace: refused before asking sluiced.
+  if (Status s = check_outputs({}, {{"config save", c.args[0]}}); !s)
+    return usage_error(c, s.error().message);
   auto rules = running_rules(c);
   if (!rules) return rules.error();
   if (Status s = write_file_atomically(c.args[0], dump_rules_yaml(*rules)); !s)

@@ -1,5 +1,8 @@
 // sluicectl: the only place that turns errors into exit codes (SPEC §1: 0 success, 1 runtime
 // failure, 2 bad usage or invalid input).
+#include <net/if.h>
+#include <sys/un.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -14,6 +17,9 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitRuntime = 1;
 constexpr int kExitUsage = 2;
+// sockaddr_un::sun_path holds the path and its terminating NUL; IFNAMSIZ likewise.
+constexpr size_t kMaxSocketPathBytes = sizeof(sockaddr_un::sun_path) - 1;
+constexpr size_t kMaxInterfaceNameBytes = IFNAMSIZ - 1;
 
 int usage_failure(const std::string& message) {
   std::fprintf(stderr, "sluicectl: %s\n%s", message.c_str(), sluice::ctl::usage_text().c_str());
@@ -34,7 +40,15 @@ int main(int argc, char** argv) {
       return kExitOk;
     }
     if ((opt == "--socket" || opt == "--xdp") && i + 1 < words.size()) {
-      (opt == "--socket" ? socket_path : xdp_iface) = words[++i];
+      const std::string& value = words[++i];
+      if (value.empty()) return usage_failure(opt + " needs a non-empty value");
+      if (opt == "--socket" && value.size() > kMaxSocketPathBytes)
+        return usage_failure("--socket " + value + ": a socket path must be 1 to " +
+                             std::to_string(kMaxSocketPathBytes) + " bytes long");
+      if (opt == "--xdp" && value.size() > kMaxInterfaceNameBytes)
+        return usage_failure("--xdp " + value + ": an interface name is at most " +
+                             std::to_string(kMaxInterfaceNameBytes) + " bytes long");
+      (opt == "--socket" ? socket_path : xdp_iface) = value;
       continue;
     }
     if (opt == "--socket" || opt == "--xdp") return usage_failure(opt + " needs a value");

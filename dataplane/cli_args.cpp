@@ -1,5 +1,7 @@
 #include "cli_args.hpp"
 
+#include <sys/un.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -74,6 +76,9 @@ Result<uint64_t> parse_interval_ms(const std::string& name, const std::string& t
   return uint64_t(s * 1000 + 0.5);
 }
 
+// sockaddr_un::sun_path holds the path and its terminating NUL.
+constexpr size_t kMaxSocketPathBytes = sizeof(sockaddr_un::sun_path) - 1;
+
 // The most flows one keyed rule may be given: 32-48 B each (two slots per flow), so at most 192 GiB.
 constexpr uint64_t kMaxFlows = uint64_t{1} << 32;
 
@@ -138,6 +143,9 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
   if (opts->values.count("config") == 0) return make_error("missing --config RULES.yaml");
   cli.config_path = opts->values["config"];
   cli.control_socket = opts->values.count("control") ? opts->values["control"] : "";
+  if (cli.control_socket.size() > kMaxSocketPathBytes)
+    return make_error("option '--control': " + cli.control_socket + ": a socket path must be 1 to " +
+                      std::to_string(kMaxSocketPathBytes) + " bytes long");
   cli.metrics_addr = opts->values.count("metrics") ? opts->values["metrics"] : "";
   cli.report_path = opts->values.count("report") ? opts->values["report"] : "";
   if (auto it = opts->values.find("stats-interval"); it != opts->values.end()) {

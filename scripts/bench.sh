@@ -3,6 +3,7 @@
 #
 #   scripts/bench.sh core [--repetitions N] [--write]
 #   scripts/bench.sh dataplane [--repetitions N] [--write] [-- BENCH_DATAPLANE_OPTIONS...]
+#   scripts/bench.sh rules [--repetitions N] [--write]
 #   scripts/bench.sh xdp [--write]
 #
 # core: Google Benchmark (build-bench/bench/sluice-bench-core) of one decision of every core
@@ -14,6 +15,11 @@
 #   `scripts/bench_dataplane.sh --breakdown` (see its header: root, hugepages, and its CPUs for
 #   tens of minutes) on build-bench, with --repetitions N passed on (its default: 3) and
 #   anything after "--" appended (e.g. -- --flows "1000 100000").
+# rules: rules at scale. ns/packet of the classifier (build-bench/bench/sluice-bench-rules) at
+#   1, 100, 1,000 and 10,000 rules (prefix, port-range and mixed rules, the matching rule
+#   last) beside the linear walk it replaced; then `sluiced --replay` with N keyed (src-ip)
+#   rules without max-flows, the match last, over a 2M-packet trace from 1,000 sources: wall
+#   time per packet and max RSS (/usr/bin/time -v), and the RSS of a 10-packet run (start-up).
 # xdp: the XDP backend: scripts/bench_xdp.sh (see its header: root; BPF_PROG_TEST_RUN at 1,
 #   1k and 1M flows beside XDP_PASS and a naive hash-map token bucket, then live on veth).
 # --write: also replaces the generated section of docs/BENCHMARKS.md (between its
@@ -224,6 +230,93 @@ mode_core() {
   core_table "$json"
   echo
   replay_table
+}
+
+# ------------------------------------------------------------------------------ rules
+
+# Google Benchmark JSON of sluice-bench-rules -> one row per shape and rule count.
+rules_classify_table() {
+  /usr/bin/python3 - "$1" <<'EOF'
+import json, statistics, sys
+runs = {}
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b["run_type"] != "iteration":
+        continue
+    name, rules = b["run_name"].split("/rules:")
+    impl, shape = name.split(", ")
+    runs.setdefault((shape, int(rules)), {}).setdefault(impl, []).append(b)
+print("| rules | shape | match tables, ns/packet | linear walk (before), ns/packet | matched |")
+print("|--:|---|--:|--:|--:|")
+for (shape, rules), by in sorted(runs.items(), key=lambda kv: (kv[0][0] != "prefix", kv[0])):
+    ns = {impl: statistics.median(1e9 / r["items_per_second"] for r in rs) for impl, rs in by.items()}
+    matched = min(r["matched"] for rs in by.values() for r in rs)
+    print(f"| {rules:,} | {shape} | {ns['classify']:.1f} | {ns['linear walk']:.1f} | {matched:.0%} |")
+EOF
+}
+
+# rules_yaml N FILE: N keyed rules without max-flows; only the last matches the trace.
+rules_yaml() {
+  /usr/bin/python3 - "$1" "$2" <<'EOF'
+import sys
+n, path = int(sys.argv[1]), sys.argv[2]
+with open(path, "w") as f:
+    f.write("default: {action: pass}\nrules:\n")
+    for i in range(n - 1):
+        f.write(f"  - {{name: r{i}, match: {{src: 10.{i >> 8}.{i & 255}.0/24}}, key: src-ip, "
+                "rate: 1000pps, burst: 100}\n")
+    f.write("  - {name: last, match: {src: 192.0.0.0/12}, key: src-ip, rate: 1000pps, burst: 100}\n")
+EOF
+}
+
+# replay_rss RULES TRACE: "WALL_S MAX_RSS_KB CPU_S" of one `sluiced --replay` run (CPU: user
+# + system, which a busy shared machine disturbs less than the wall time).
+replay_rss() {
+  local log=$DATA/rules-time.log
+  /usr/bin/time -v "$BUILD/dataplane/sluiced" --replay "$2" --out "$DATA/rules-out.pcap" \
+    --report "$DATA/rules-report.json" --config "$1" --hash-seed 1 2>"$log" >/dev/null
+  awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0
+                 for (i = 1; i <= n; i++) s = s * 60 + t[i] }
+               /User time/ { u = $2 } /System time/ { sy = $2 }
+               /Maximum resident set size/ { kb = $2 }
+               END { printf "%s %s %s\n", s, kb, u + sy }' "$log"
+}
+
+mode_rules() {
+  build bench/sluice-bench-rules dataplane/sluiced tools/sluice-tracegen
+  local json=$DATA/rules.json packets=2000000
+  mkdir -p "$DATA"
+  local trace=$DATA/trace-rules-${packets}p.pcap small=$DATA/trace-rules-10p.pcap
+  [ -f "$trace" ] || "$BUILD/tools/sluice-tracegen" --out "$trace" --packets "$packets" \
+    --flows 1000 --random-flows --pps 1000000 --src-base 192.0.2.0 --seed 7
+  [ -f "$small" ] || "$BUILD/tools/sluice-tracegen" --out "$small" --packets 10 --flows 10 \
+    --src-base 192.0.2.0 --seed 7
+  bench_wait_for_quiet bench
+  "$BUILD/bench/sluice-bench-rules" --benchmark_repetitions="$REPETITIONS" \
+    --benchmark_min_time=0.1 --benchmark_enable_random_interleaving=true \
+    --benchmark_display_aggregates_only=true --benchmark_out="$json" \
+    --benchmark_out_format=json >&2
+  echo "Command: \`$COMMAND\` (medians of $REPETITIONS repetitions)"
+  echo
+  machine
+  echo
+  rules_classify_table "$json"
+  echo
+  echo "| keyed rules (src-ip, no max-flows) | replay wall time, 2M packets | wall us/packet | CPU us/packet | max RSS, 2M packets | max RSS, 10-packet run (start-up) |"
+  echo "|--:|--:|--:|--:|--:|--:|"
+  local n yaml start start_kb start_cpu big big_kb big_cpu
+  for n in 1 100 1000 10000; do
+    yaml=$DATA/rules-$n.yaml
+    rules_yaml "$n" "$yaml"
+    read -r start start_kb start_cpu < <(replay_rss "$yaml" "$small")
+    read -r big big_kb big_cpu < <(replay_rss "$yaml" "$trace")
+    awk -v n="$n" -v w="$big" -v s="$start" -v c="$big_cpu" -v sc="$start_cpu" -v p="$packets" \
+      -v kb="$big_kb" -v skb="$start_kb" 'BEGIN { printf "| %d | %.2f s | %.3f | %.3f | %.0f MB | %.0f MB |\n",
+        n, w, (w - s) * 1e6 / p, (c - sc) * 1e6 / p, kb / 1024, skb / 1024 }'
+  done
+  echo
+  echo "Wall time covers the whole process (the pcap, the rules, parse, classify, flow tables,"
+  echo "limiter, OUT.pcap and REPORT.json); the per-packet figures subtract the 10-packet run's"
+  echo "(start-up: loading and compiling the rules, creating the tables)."
 }
 
 # ------------------------------------------------------------------------------ dataplane

@@ -5,6 +5,7 @@
 #   3. the concurrency tests under ThreadSanitizer;
 #   4. the Debian package: built once by scripts/package.sh (lintian-checked), then installed
 #      into a scratch root and run by tests/install/package_check.sh (counted as one test).
+#   5. a short run of every libFuzzer target (tests/fuzz, clang, build-fuzz), one test each.
 # Ends with meson's summaries and one plain line "N passed, N failed[, N skipped]".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -84,6 +85,25 @@ else
   failed=$((failed + 1))
   summaries+=("Debian package: 0 passed, 1 failed, 0 skipped")
 fi
+# Every fuzz target for FUZZ_SECONDS (30 s) from its seeds: one test each, passed if it
+# found no crash (scripts/fuzz.sh; a crashing input is kept in build-fuzz/artifacts/).
+echo "=== fuzz (${FUZZ_SECONDS:-30} s per target) ==="
+fuzz_ok=0 fuzz_fail=0
+for target in $(scripts/fuzz.sh --list); do
+  log=$(mktemp)
+  if scripts/fuzz.sh "$target" "${FUZZ_SECONDS:-30}" >"$log" 2>&1; then
+    fuzz_ok=$((fuzz_ok + 1))
+    grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$log" | sed "s/^/$target: /"
+  else
+    fuzz_fail=$((fuzz_fail + 1))
+    echo "fuzz $target FAILED:"
+    tail -40 "$log"
+  fi
+  rm -f "$log"
+done
+passed=$((passed + fuzz_ok))
+failed=$((failed + fuzz_fail))
+summaries+=("fuzz: $fuzz_ok passed, $fuzz_fail failed, 0 skipped")
 
 echo
 echo "=== summary ==="

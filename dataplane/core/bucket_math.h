@@ -7,10 +7,15 @@
  * publish the returned word with one compare-and-swap (retrying on failure).
  *
  * Time. Callers pass now_ns (uint64 nanoseconds, any epoch, allowed to wrap). Each profile
- * has a time shift k and works in units u = 2^-k ns (t_u = now_ns << k, mod 2^64, so a
- * wrap of now_ns is a wrap of t_u). k is chosen per profile (see limiter_profile.cpp) so
- * that the smallest packet's interval is at least 10^4 u (rounding error < 1e-4
- * relative, 2^16 u where the burst allows) and the burst fits; k <= SL_MAX_TIME_SHIFT.
+ * works in units u = 1/m ns, m = time_mult (t_u = now_ns * m, mod 2^64, so a wrap of now_ns
+ * is a wrap of t_u), m <= SL_MAX_TIME_MULT. The profile builder (limiter_profile.cpp) picks
+ * m so that one token's interval 1e9/r ns is a whole number of units wherever it can (m =
+ * the rate's numerator over gcd(1e9 * denominator, numerator): 5 for 10 Gbit/s, whose byte
+ * lasts 4/5 ns; 1 for 1 Gbit/s; 50 for 400 Gbit/s). Such an "exact" profile rounds
+ * nothing: every decision is the exact real-number model's. Otherwise (rates with many
+ * significant digits) m = 2^k, the interval has SL_INTERVAL_FRAC_BITS fraction bits and
+ * costs round up to whole units: the smallest packet's interval is then at least 10^4 u
+ * (rounding error < 1e-4 relative, 2^16 u where the burst allows).
  *
  * Bucket model (token-bucket, gcra, leaky-bucket, and each bucket of the meters). The
  * bucket is kept as its "empty time" E: the instant at which it would have held zero
@@ -26,6 +31,16 @@
  * replay, which has no stale readers) this reads as fewer tokens: conservative, so stale or
  * skewed clock reads can never over-admit. A larger step re-bases the bucket as empty at
  * the new clock, so it refills within B/r instead of stalling until the clock catches up.
+ *
+ * Long idle. The policers' credit is a difference mod 2^63 (token-bucket keeps no more of
+ * it; gcra reads its TAT the same way so that the two decide identically). Of that circle
+ * only the SL_BACKWARD_WINDOW_U = 2^56 units behind the clock read as a backward step; the
+ * rest reads as forward, so a bucket idle for up to 2^63 - 2^56 u (at least 12.9 days at
+ * the finest unit, 2^-13 ns; decades for exact profiles of round rates, whose m is small)
+ * is full when its next packet comes. A longer idle is misread only when it ends within a
+ * backward window or a fill time after a multiple of 2^63 u (under 1% of such idles), and
+ * then only ever as fewer tokens; a backward step longer than the window (at least 2.4
+ * hours) reads as such an idle: the bucket is full.
  */
 #ifndef SLUICE_CORE_BUCKET_MATH_H
 #define SLUICE_CORE_BUCKET_MATH_H
@@ -49,6 +64,12 @@ typedef uint32_t sl_u32;
 #define SL_INTERVAL_FRAC_BITS 16
 /* Largest time shift: u = 2^-13 ns; t_u wraps every 2^51 ns (26 days). */
 #define SL_MAX_TIME_SHIFT 13
+/* Largest time multiplier (u per ns), exact profiles included: the finest unit is 2^-13 ns. */
+#define SL_MAX_TIME_MULT (((sl_u64)1) << SL_MAX_TIME_SHIFT)
+/* How far behind the clock a policer's credit (mod 2^63) still reads as a backward step;
+ * beyond it, as time gone forward (see "Long idle"). Far above any fill time (< 2^47 u) or
+ * stale-read tolerance (<= 60 s, < 2^49 u): 2^56 u is at least 2.4 hours. */
+#define SL_BACKWARD_WINDOW_U (((sl_u64)1) << 56)
 /* Largest burst in time units; keeps cost*interval_fp < 2^63 and the TB layout below. */
 #define SL_MAX_BURST_U ((((sl_u64)1) << 47) - 1)
 
@@ -89,8 +110,8 @@ struct sl_rate_profile {
   sl_u64 burst_u;       /* B/r in u, <= SL_MAX_BURST_U */
   sl_u64 burst_tokens;  /* B in tokens: a cost above this never conforms */
   sl_u64 stale_u;       /* stale-read tolerance in u (see "Clock steps backwards") */
-  sl_u32 time_shift;    /* k: u = 2^-k ns */
-  sl_u32 reserved;
+  sl_u32 time_shift;    /* k where m = 2^k; 0 when m is not a power of two */
+  sl_u32 time_mult;     /* m: u = 1/m ns */
 };
 
 /* Leaky-bucket shaper: a rate profile plus the longest delay it may impose. */
@@ -126,7 +147,7 @@ struct sl_window_profile {
 enum sl_colour { SL_GREEN = 0, SL_YELLOW = 1, SL_RED = 2 };
 
 static inline sl_u64 sl_time_u(const struct sl_rate_profile *p, sl_u64 now_ns) {
-  return now_ns << p->time_shift;
+  return now_ns * p->time_mult;
 }
 
 /*
@@ -157,9 +178,19 @@ static inline sl_s64 sl_step_limit(const struct sl_rate_profile *p, sl_u64 extra
   return -(sl_s64)(p->burst_u + extra_u + p->stale_u);
 }
 
-/* Credit after the backward-step rule: beyond the limit, re-base to an empty bucket. */
+/* Sign-extend a mod-2^63 difference. */
+static inline sl_s64 sl_s63(sl_u64 x) { return ((sl_s64)(x << 1)) >> 1; }
+
+/* A policer's credit d = t - E, mod 2^63 (see "Long idle"). */
+static inline sl_s64 sl_credit63(sl_u64 t_u, sl_u64 empty_u) { return sl_s63(t_u - empty_u); }
+
+/* A policer's credit after the backward-step rule (d mod 2^63): beyond the step limit, a
+ * re-base to an empty bucket; beyond the backward window, time gone forward: full. */
 static inline sl_s64 sl_rebase(const struct sl_rate_profile *p, sl_s64 d) {
-  return d < sl_step_limit(p, 0) ? 0 : d;
+  /* The rare case as a branch: the common one then adds no select to the word's chain. */
+  if (__builtin_expect(d < sl_step_limit(p, 0), 0))
+    return d < -(sl_s64)SL_BACKWARD_WINDOW_U ? (sl_s64)p->burst_u : 0;
+  return d;
 }
 
 static inline sl_s64 sl_min_s64(sl_s64 a, sl_s64 b) { return a < b ? a : b; }
@@ -194,27 +225,37 @@ static inline sl_u64 sl_gcra_init(const struct sl_rate_profile *p, sl_u64 now_ns
 /* Returns 1 if the packet conforms. *next is the word to publish (may differ from tat
  * even on a refusal, when a backward step re-based the bucket). TAT' = max(TAT, t) + I_c;
  * in credit terms d' = min(d, B_u) - I_c, and TAT = t - d + B_u. */
+static inline sl_u64 sl_gcra_pack(const struct sl_rate_profile *p, sl_u64 t_u, sl_s64 credit) {
+  return t_u - (sl_u64)credit + p->burst_u;
+}
+
+/* gcra's credit, mod 2^63 as token-bucket's (see "Long idle"). The mod-2^64 difference is
+ * the same number whenever it lies in [-2^62, 2^62), which is all but idles of days: testing
+ * that with a branch keeps the sign extension off the TAT's dependency chain. */
+static inline sl_s64 sl_gcra_credit(const struct sl_rate_profile *p, sl_u64 tat, sl_u64 t_u) {
+  sl_u64 d = t_u - (tat - p->burst_u);
+  if (__builtin_expect(d + (((sl_u64)1) << 62) >= (((sl_u64)1) << 63), 0)) return sl_s63(d);
+  return (sl_s64)d;
+}
+
 static inline int sl_gcra_decide(const struct sl_rate_profile *p, sl_u64 tat, sl_u64 now_ns,
                                  sl_u64 cost, sl_u64 *next) {
   sl_u64 t = sl_time_u(p, now_ns);
-  sl_s64 d = sl_credit(t, tat - p->burst_u);
+  sl_s64 d = sl_gcra_credit(p, tat, t);
   sl_s64 d0 = sl_rebase(p, d), after;
-  *next = d0 == d ? tat : t + p->burst_u;
+  *next = d0 == d ? tat : sl_gcra_pack(p, t, d0);
   if (!sl_police_credit(p, d0, cost, &after)) return 0;
-  *next = t - (sl_u64)after + p->burst_u;
+  *next = sl_gcra_pack(p, t, after);
   return 1;
 }
 
 static inline sl_u64 sl_gcra_refund(const struct sl_rate_profile *p, sl_u64 tat, sl_u64 now_ns,
                                     sl_u64 cost) {
   sl_u64 t = sl_time_u(p, now_ns);
-  return t - (sl_u64)sl_refund_credit(p, sl_credit(t, tat - p->burst_u), cost) + p->burst_u;
+  return sl_gcra_pack(p, t, sl_refund_credit(p, sl_gcra_credit(p, tat, t), cost));
 }
 
 /* ------------------------------------------- token-bucket (word = [stamp:16][credit:48]) */
-
-/* Sign-extend a mod-2^63 difference. */
-static inline sl_s64 sl_s63(sl_u64 x) { return ((sl_s64)(x << 1)) >> 1; }
 
 /* credit >= -(rounding of one cost) > -G: a sub-unit deficit borrows one more granule. */
 static inline sl_u64 sl_tb_pack(sl_u64 t_u, sl_s64 credit) {
@@ -231,7 +272,7 @@ static inline sl_u64 sl_tb_pack(sl_u64 t_u, sl_s64 credit) {
 static inline sl_s64 sl_tb_credit(sl_u64 word, sl_u64 t_u) {
   sl_u64 stamp = word >> SL_TB_CREDIT_BITS;
   sl_u64 empty = (stamp << SL_TB_GRANULE_SHIFT) - (word & SL_TB_CREDIT_MASK);
-  return sl_s63(t_u - empty);
+  return sl_credit63(t_u, empty);
 }
 
 static inline sl_u64 sl_tb_init(const struct sl_rate_profile *p, sl_u64 now_ns) {
@@ -243,7 +284,7 @@ static inline int sl_tb_decide(const struct sl_rate_profile *p, sl_u64 word, sl_
   sl_u64 t = sl_time_u(p, now_ns);
   sl_s64 d = sl_tb_credit(word, t);
   sl_s64 d0 = sl_rebase(p, d), after;
-  *next = d0 == d ? word : sl_tb_pack(t, 0);
+  *next = d0 == d ? word : sl_tb_pack(t, d0);
   if (!sl_police_credit(p, d0, cost, &after)) return 0;
   *next = sl_tb_pack(t, after);
   return 1;
@@ -281,9 +322,13 @@ static inline int sl_shaper_decide(const struct sl_shaper_profile *s, sl_u64 tat
   wait_u = d >= need ? 0 : (sl_u64)(need - d);
   /* Departures are whole nanoseconds; the bucket is charged at the departure instant
    * itself, so the stream measured in ns timestamps conforms exactly. */
-  delay = (wait_u + (((sl_u64)1) << p->time_shift) - 1) >> p->time_shift;
+  delay = wait_u + p->time_mult - 1;
+  /* A power-of-two unit (every fallback profile, and exact ones such as 1 Gbit/s) shifts;
+   * only an exact unit such as 1/5 ns divides. */
+  delay = (p->time_mult & (p->time_mult - 1)) == 0 ? delay >> p->time_shift
+                                                    : delay / p->time_mult;
   if (delay > s->max_delay_ns) return 0;
-  wait_u = delay << p->time_shift;
+  wait_u = delay * p->time_mult;
   /* Departs at tau = t + wait; TAT' = max(TAT, tau) + I_c, i.e. credit at tau minus I_c. */
   *next = t + wait_u - (sl_u64)(sl_min_s64(d + (sl_s64)wait_u, (sl_s64)p->burst_u) - (sl_s64)ic) +
           p->burst_u;

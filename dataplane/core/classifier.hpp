@@ -1,38 +1,86 @@
-// Ordered first-match classifier over a rule set (SPEC §2 `match`).
+// Ordered first-match classifier over a rule set (SPEC §2 `match`), from the match tables
+// both backends share (match_tables.hpp): per field, one lookup of the frame's value gives a
+// precomputed bitmap of the rules still possible; the first match is the lowest set bit of
+// their intersection. The per-packet cost is a lookup per constrained field plus the
+// intersection, which for many rules touches only candidate words:
+//
+//  - Bitmaps live in one arena, deduplicated (most protocol, DSCP and port entries are the
+//    same "rules without this condition" map). Up to 64 rules a bitmap is one word. Above,
+//    it starts with its lowest rule and summary words (bit k: word k is non-zero): no rule
+//    below the highest of the fields' lowest rules can match, and that one does if every
+//    field has it (one field: always); otherwise the intersection ANDs the summaries from
+//    there, then only the words every field has non-zero.
+//  - Lookups: prefixes (v4, v6), port ranges, VLAN ids and ingress ports are IntervalIndex
+//    searches (a nested set of prefixes is a set of disjoint intervals); protocol and DSCP are
+//    direct arrays. A field no rule constrains (for that family) is not looked up at all.
+//  - When each field alone lets many rules through but together they do not (e.g. thousands
+//    of rules, each on a different field), the summaries cannot tell and the intersection
+//    visits many words. Such results are remembered per thread, keyed by the bitmaps' offsets
+//    (a frame's answer depends only on them): a direct-mapped cache of 1,024 entries, looked
+//    at only once an intersection needs a second candidate word.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "frame.hpp"
+#include "interval_index.hpp"
+#include "match_tables.hpp"
 #include "rules.hpp"
 
 namespace sluice {
 
+namespace classifier_detail {
+struct CachedResult;  // classifier.cpp
+}
+
 class Classifier {
  public:
   explicit Classifier(const std::vector<Rule>& rules);
+  explicit Classifier(const MatchTables& tables);
   // Index of the first rule whose every match field holds, or -1.
   int classify(const ParsedFrame& pf, uint16_t ingress_port) const;
 
+  size_t rule_count() const { return rule_count_; }
+  size_t memory_bytes() const;
+
  private:
-  // A match compiled for the per-packet walk. A rule tests all of its exact fields (ingress
-  // port, VLAN, "is IP", IP version, protocol, DSCP, "has ports") with one mask-and-compare
-  // of the frame's match word (frame.hpp); only prefixes and port ranges need more, and only
-  // rules that have them test them.
-  struct Prefix {
-    uint64_t addr[2] = {};  // masked, as loaded from the wire
-    uint64_t mask[2] = {};
+  using U128 = unsigned __int128;
+  // Arena offsets of bitmaps (in words).
+  using Offset = uint32_t;
+  struct Field4 {
+    IntervalIndex<uint32_t, 32> index;
+    bool skip = false;
   };
-  struct Compiled {
-    uint64_t mask = 0;
-    uint64_t value = 0;
-    bool src = false, dst = false, ports = false;
-    uint16_t src_lo = 0, src_hi = 0xffff, dst_lo = 0, dst_hi = 0xffff;
-    Prefix src_prefix, dst_prefix;
+  struct Field6 {
+    IntervalIndex<U128, 128> index;
+    bool skip = false;
   };
-  static Compiled compile(const Match& m);
-  std::vector<Compiled> rules_;
+  struct Field16 {
+    IntervalIndex<uint32_t, 16> index;
+    bool skip = false;
+  };
+
+  // Above 64 rules: the summaries, then the candidate words.
+  int intersect(const Offset* maps, unsigned n) const;
+  // This thread's cache slot for a set of bitmaps.
+  classifier_detail::CachedResult& remembered(const Offset* maps, unsigned n) const;
+
+  uint64_t id_ = 0;  // unique per classifier in the process: the cache's owner tag
+  size_t rule_count_ = 0;
+  size_t words_ = 0;         // words_for(rule_count_)
+  size_t summary_words_ = 0; // 0 up to 64 rules
+  std::vector<uint64_t> arena_;
+  Offset full_ = 0;          // every rule
+  Field4 src4_, dst4_;
+  Field6 src6_, dst6_;
+  Field16 src_port_, dst_port_, vlan_, ingress_;
+  std::array<Offset, 256> proto_{};
+  std::array<Offset, 64> dscp_{};
+  Offset no_ports_ = 0, untagged_ = 0, non_ip_ = 0;
+  bool skip_proto_ = false, skip_dscp_ = false, skip_no_ports_ = false, skip_untagged_ = false,
+       skip_non_ip_ = false;
 };
 
 }  // namespace sluice

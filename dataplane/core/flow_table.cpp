@@ -1,12 +1,15 @@
 #include "flow_table.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <limits>
 #include <new>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
 namespace sluice {
 namespace {
@@ -24,6 +27,9 @@ constexpr size_t kHugePage = size_t{2} << 20;
 // A new flow goes to its first set while that has at least this many free slots; only a
 // nearly full first set hands it to the emptier of the two (see claim()).
 constexpr unsigned kKeepFirstEmpties = 2;
+
+// FlowTable::totals(): every live table's share.
+std::atomic<uint64_t> g_tables{0}, g_capacity{0}, g_reserved{0};
 
 // Ticks of idleness that guarantee at least `ns` really elapsed: touched anywhere in tick L,
 // seen in tick N, the real idle time is more than (N - L - 1) ticks.
@@ -82,28 +88,61 @@ FlowTable::FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_e
                                        : certain_idle_ticks(idle_timeout_ns, tick_shift_);
   evict_ticks_ = certain_idle_ticks(min_evict_idle_ns, tick_shift_);
 
-  // Anonymous memory, 2 MB aligned when large, with transparent huge pages asked for before
-  // the first write, so the constructor's zeroing faults the table in as huge pages.
+  // Anonymous memory, reserved but not written (see the header: pages are backed on first
+  // use), 2 MB aligned when it is to be on huge pages.
   const size_t bytes = nsets_ * set_bytes;
-  const bool huge = bytes >= kHugePage;
-  mapping_bytes_ = bytes + (huge ? kHugePage : 0);
-  void* m = mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
+  const bool aligned = bytes >= kHugePageTableBytes;
+  mapping_bytes_ = bytes + (aligned ? kHugePage : 0);
+  void* m = mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) throw std::bad_alloc();
   mapping_ = m;
   auto base = reinterpret_cast<uintptr_t>(m);
-  if (huge) {
-    base = (base + kHugePage - 1) & ~(kHugePage - 1);
-    // Best effort: with THP off the table works the same, only with more TLB misses.
-    (void)madvise(reinterpret_cast<void*>(base), bytes, MADV_HUGEPAGE);
+  if (aligned) base = (base + kHugePage - 1) & ~(kHugePage - 1);
+  // Best effort either way: with THP off the table works the same, only with more TLB misses;
+  // a small table is kept off huge pages even where THP is "always", so that a few flows
+  // cost a few 4 KB pages.
+  (void)madvise(reinterpret_cast<void*>(base), bytes,
+                bytes >= kHugePageTableBytes ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  // The kernel's zero-filled pages are the empty table: every word 0 (kEmpty, zero state).
+  // std::atomic<uint64_t> is a plain 8-byte word holding its value (lock-free, no padding),
+  // so the words are used in place rather than constructed, which would write every page.
+  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t) &&
+                std::atomic<uint64_t>::is_always_lock_free &&
+                std::is_trivially_destructible_v<std::atomic<uint64_t>>);
+  sets_ = reinterpret_cast<std::atomic<uint64_t>*>(base);
+  // A huge-page table is written now, a word per 4 KB, as it always was: its 2 MB page faults
+  // (each zeroing 2 MB) would stall a worker for ~100 us on the first packets, and a table
+  // that large is sized on purpose (`--flows`, max-flows), so it is committed at start.
+  if (bytes >= kHugePageTableBytes) {
+    for (size_t w = 0; w < nsets_ * stride_words_; w += 4096 / sizeof(uint64_t))
+      sets_[w].store(0, std::memory_order_relaxed);
   }
-  // Constructs every word (all empty, all zero), which also writes every page now rather than
-  // on the first packets.
-  sets_ = ::new (reinterpret_cast<void*>(base)) std::atomic<uint64_t>[nsets_ * stride_words_]();
+  g_tables.fetch_add(1, std::memory_order_relaxed);
+  g_capacity.fetch_add(capacity_, std::memory_order_relaxed);
+  g_reserved.fetch_add(mapping_bytes_, std::memory_order_relaxed);
 }
 
 FlowTable::~FlowTable() {
-  if (mapping_) munmap(mapping_, mapping_bytes_);
+  if (!mapping_) return;
+  munmap(mapping_, mapping_bytes_);
+  g_tables.fetch_sub(1, std::memory_order_relaxed);
+  g_capacity.fetch_sub(capacity_, std::memory_order_relaxed);
+  g_reserved.fetch_sub(mapping_bytes_, std::memory_order_relaxed);
+}
+
+size_t FlowTable::resident_bytes() const {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in_core((mapping_bytes_ + page - 1) / page);
+  if (mincore(mapping_, mapping_bytes_, in_core.data()) != 0) return 0;
+  size_t pages = 0;
+  for (unsigned char c : in_core) pages += c & 1;
+  return pages * page;
+}
+
+FlowTable::Totals FlowTable::totals() {
+  return {g_tables.load(std::memory_order_relaxed), g_capacity.load(std::memory_order_relaxed),
+          g_reserved.load(std::memory_order_relaxed)};
 }
 
 const std::atomic<uint64_t>* FlowTable::find(uint64_t hash) const {
@@ -253,7 +292,10 @@ bool FlowTable::reserve() {
 size_t FlowTable::expire(uint64_t now_ns, size_t max_slots) {
   const uint64_t total = slot_count();
   const uint64_t n = std::min<uint64_t>(max_slots, total);
-  if (n == 0) return 0;
+  // No flow (live, stale or being claimed: each holds a unit of active_) means nothing to
+  // free or age: skip reading the slots, whose pages an unused table never had backed, and
+  // the cursor's line (where the sweep starts in an empty table does not matter).
+  if (n == 0 || active_.load(std::memory_order_relaxed) == 0) return 0;
   uint64_t i = cursor_.fetch_add(n, std::memory_order_relaxed) % total;
   const uint32_t tick = tick_of(now_ns);
   size_t freed = 0;

@@ -7,10 +7,19 @@
 // two candidate sets picked independently from its hash: it is created in its first set while
 // that has two free slots, else in the emptier of the two (~2% of flows at full capacity end up
 // in their second set), so lookups almost always read just the prefetched first set; new flows
-// and flows in their second set read a second tag line. All memory is allocated
-// and written in the constructor, on transparent huge pages where the kernel allows (a
-// 1M-flow table on 4 KB pages costs a TLB miss per packet); nothing in the hot path allocates,
-// so a flood of new flows degrades to eviction / no_slot, never to more memory (SPEC §6).
+// and flows in their second set read a second tag line. The whole table is one anonymous
+// mapping made in the constructor and never resized; nothing in the hot path allocates, so a
+// flood of new flows degrades to eviction / no_slot, never to more than `capacity` (SPEC §6).
+//
+// Memory follows use for tables under kHugePageTableBytes (16 MB: ~500k flows): the mapping
+// is reserved (MAP_NORESERVE) but not written, so the kernel backs a 4 KB page only when a
+// flow is first created in it (a zero-filled page fault, once per page, bounded by the table's
+// size), and a table no packet ever touched costs no memory: 10,000 keyed rules of the default
+// 65,536 flows reserve ~20 GB of address space and start with next to nothing resident. They
+// stay off huge pages, so a lightly used table holds a few 4 KB pages, not 2 MB. Larger tables
+// are on transparent huge pages where the kernel allows (a 1M-flow table on 4 KB pages costs a
+// TLB miss per packet) and are written at creation, as sized on purpose: a 2 MB fault on the
+// first packets would stall a worker. The expiry sweep skips an empty table without reading it.
 //
 // Memory: the table has kSlack = 2 slots per flow of capacity. With a second choice for the
 // overflow of 8-way sets at half load, both of a new flow's sets are full essentially never
@@ -131,7 +140,23 @@ class FlowTable {
   // Live flows pushed out by a new flow before their idle timeout (expired ones do not count).
   uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
   uint64_t capacity() const { return capacity_; }
+  // The table's full size, as if every page were in use.
   size_t memory_bytes() const { return sizeof(*this) + nsets_ * stride_words_ * sizeof(uint64_t); }
+  // Address space reserved for the table, and how much of it is mapped so far (mincore():
+  // pages written, and pages only read, which share the kernel's zero page; a diagnostic,
+  // not for the packet path).
+  size_t reserved_bytes() const { return mapping_bytes_; }
+  size_t resident_bytes() const;
+  // Over every table alive in the process: for the start-up log ("flow tables: N MB for M
+  // flows").
+  struct Totals {
+    uint64_t tables = 0;
+    uint64_t capacity_flows = 0;
+    uint64_t reserved_bytes = 0;
+  };
+  static Totals totals();
+  // Tables at least this big are asked for transparent huge pages.
+  static constexpr size_t kHugePageTableBytes = size_t{16} << 20;
   unsigned state_words() const { return state_words_; }
 
   // Introspection (tests, diagnostics). Slot i is way i % kWays of set i / kWays.

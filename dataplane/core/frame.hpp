@@ -1,5 +1,8 @@
 // What the parser extracts from one Ethernet frame. Offsets are from the frame start; the
-// parser never reads past `len` bytes, so every field here is either valid or absent.
+// parser never reads past the `len` bytes it is given, so every field here is either valid or
+// absent. Those bytes may be only a prefix of the frame (the first segment of an mbuf chain,
+// or the first bytes of one gathered into a buffer): lengths the headers claim are checked
+// against the frame's wire length, and costs and counters use the wire length.
 #pragma once
 
 #include <array>
@@ -30,7 +33,8 @@ struct ParsedFrame {
   uint16_t dst_port = 0;
   std::array<uint8_t, 16> src{};  // IPv4 in the first 4 bytes
   std::array<uint8_t, 16> dst{};
-  uint32_t frame_len = 0;
+  uint32_t frame_len = 0;   // wire length: what byte rates charge and counters count
+  uint32_t parsed_len = 0;  // bytes the parser had (a prefix of the frame): every header above ends within them
   const char* malformed_reason = nullptr;  // static string, set when malformed
   // The exact-match fields above packed into one word (layout: namespace match_word), which
   // the classifier compares against each rule with one mask: set by the parser, so the
@@ -57,15 +61,31 @@ inline uint64_t of(const ParsedFrame& pf) {
 }
 }  // namespace match_word
 
-// Parses an Ethernet frame: Ethernet II, 802.1Q / 802.1ad (QinQ, at most two tags), IPv4
-// (IHL and total-length checks, fragments), IPv6 with a bounded walk over extension
-// headers, TCP/UDP/SCTP ports, ICMP/ICMPv6. Never reads outside [data, data+len).
-ParsedFrame parse_frame(const uint8_t* data, uint32_t len);
+// The deepest the parser reads into a frame: Ethernet and two VLAN tags, IPv6 and eight
+// extension headers of the largest size (2048 bytes), a TCP header. IPv4 needs at most
+// 14 + 8 + 60 + 20 bytes. A caller holding only a prefix of a frame never needs to hand over
+// more than this.
+inline constexpr uint32_t kMaxHeaderBytes = 14 + 2 * 4 + 40 + 8 * 2048 + 20;
+
+// The malformed_reason of a frame whose headers run past the bytes the parser was given but
+// not past its wire length: with more of the frame at hand it may parse (see
+// headers_past_bytes_at_hand). Compared by address.
+extern const char kHeadersPastBytesAtHand[];
+inline bool headers_past_bytes_at_hand(const ParsedFrame& pf) {
+  return pf.malformed_reason == kHeadersPastBytesAtHand;
+}
+
+// Parses an Ethernet frame of `wire_len` bytes from its first `len` bytes at `data` (a
+// `wire_len` below `len` counts as `len`): Ethernet II, 802.1Q / 802.1ad (QinQ, at most two
+// tags), IPv4 (IHL and total-length checks, fragments), IPv6 with a bounded walk over
+// extension headers, TCP/UDP/SCTP ports, ICMP/ICMPv6. Never reads outside [data, data+len).
+ParsedFrame parse_frame(const uint8_t* data, uint32_t len, uint32_t wire_len);
+inline ParsedFrame parse_frame(const uint8_t* data, uint32_t len) { return parse_frame(data, len, len); }
 // The same, into the caller's ParsedFrame: the hot path parses straight into its burst array
-// instead of copying a returned 72-byte struct (a store-forwarding stall per packet).
-void parse_frame_into(const uint8_t* data, uint32_t len, ParsedFrame& pf);
+// instead of copying a returned 80-byte struct (a store-forwarding stall per packet).
+void parse_frame_into(const uint8_t* data, uint32_t len, uint32_t wire_len, ParsedFrame& pf);
 // The general walk alone, without the straight-line path parse_frame_into() takes for plain
 // IPv4 TCP/UDP frames: tests hold the two to the same results.
-void parse_frame_general(const uint8_t* data, uint32_t len, ParsedFrame& pf);
+void parse_frame_general(const uint8_t* data, uint32_t len, uint32_t wire_len, ParsedFrame& pf);
 
 }  // namespace sluice

@@ -1,8 +1,11 @@
 // Ethernet frame parser (SPEC §6). This runs once per packet on the dataplane's hot path, so it
 // allocates nothing, throws nothing and keeps to straight-line bounds checks. Every read is
-// preceded by a check against the frame end, or against the end of the IP packet (which the
-// IP-level checks have already placed inside the frame), so hostile input can only ever turn
-// into FrameStatus::malformed.
+// preceded by a check against the bytes at hand (`len`, a prefix of the frame when an mbuf
+// chain holds the rest); lengths the headers claim (IPv4 total length, IPv6 payload length)
+// are checked against the frame's wire length. So hostile input can only ever turn into
+// FrameStatus::malformed, and a header that lies in the frame but past the bytes at hand says
+// so (kHeadersPastBytesAtHand) for the caller to hand over more.
+#include <algorithm>
 #include <cstring>
 
 #include "frame.hpp"
@@ -45,6 +48,20 @@ constexpr uint8_t sctp = 132;
 
 inline uint16_t load_be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
 
+// The frame as the parser sees it: `len` contiguous bytes at `data` of a frame `wire` bytes
+// long (len <= wire).
+struct Bytes {
+  const uint8_t* data;
+  uint32_t len;
+  uint32_t wire;
+
+  // Why a header ending at frame offset `end` cannot be read: `reason` if the frame itself
+  // is too short, else because only a prefix of it is at hand.
+  const char* short_of(uint32_t end, const char* reason) const {
+    return end > wire ? reason : kHeadersPastBytesAtHand;
+  }
+};
+
 inline bool is_vlan_tpid(uint16_t type) { return type == kTpid8021Q || type == kTpid8021ad; }
 
 // ESP (50) is deliberately absent: its payload is encrypted, so it ends the walk as the L4
@@ -71,10 +88,13 @@ inline uint32_t min_l4_header_len(uint8_t p) {
 
 // The helpers below return nullptr on success or a static reason for SPEC §6 "malformed".
 
-// `l4` and `ip_end` are frame offsets with l4 <= ip_end <= frame length. Only called for
+// `l4` and `ip_end` are frame offsets with l4 <= ip_end <= wire length. Only called for
 // packets that start with their L4 header: unfragmented ones and first fragments.
-const char* parse_l4(const uint8_t* data, uint32_t l4, uint32_t ip_end, ParsedFrame& pf) {
-  if (ip_end - l4 < min_l4_header_len(pf.proto)) return "truncated L4 header";
+const char* parse_l4(const Bytes& b, uint32_t l4, uint32_t ip_end, ParsedFrame& pf) {
+  const uint32_t l4_len = min_l4_header_len(pf.proto);
+  if (ip_end - l4 < l4_len) return "truncated L4 header";
+  if (l4 + l4_len > b.len) return kHeadersPastBytesAtHand;
+  const uint8_t* data = b.data;
   pf.has_l4 = true;
   pf.l4_offset = uint16_t(l4);  // at most 22 + 40 + 8 * 2048 (IPv6 walk bound): fits
   if (carries_ports(pf.proto)) {
@@ -85,17 +105,17 @@ const char* parse_l4(const uint8_t* data, uint32_t l4, uint32_t ip_end, ParsedFr
   return nullptr;
 }
 
-const char* parse_ipv4(const uint8_t* data, uint32_t len, uint32_t l3, ParsedFrame& pf) {
-  if (len - l3 < kIPv4MinHeaderLen) return "truncated IPv4 header";
-  const uint8_t* ip = data + l3;
+const char* parse_ipv4(const Bytes& b, uint32_t l3, ParsedFrame& pf) {
+  if (b.len - l3 < kIPv4MinHeaderLen) return b.short_of(l3 + kIPv4MinHeaderLen, "truncated IPv4 header");
+  const uint8_t* ip = b.data + l3;
   if ((ip[0] >> 4) != 4) return "IPv4 ethertype with bad IP version";
   const uint32_t header_len = (ip[0] & 0x0fu) * 4;
   if (header_len < kIPv4MinHeaderLen) return "IPv4 IHL below 5";
-  if (header_len > len - l3) return "IPv4 header past frame";
+  if (header_len > b.len - l3) return b.short_of(l3 + header_len, "IPv4 header past frame");
   const uint32_t total_len = load_be16(ip + 2);
   if (total_len < header_len) return "IPv4 total length below header length";
   // Bytes past total_len are Ethernet padding (minimum frame size): allowed, and ignored.
-  if (total_len > len - l3) return "IPv4 total length past frame";
+  if (total_len > b.wire - l3) return "IPv4 total length past frame";
 
   pf.ip_version = 4;
   pf.dscp = uint8_t(ip[1] >> 2);
@@ -109,17 +129,17 @@ const char* parse_ipv4(const uint8_t* data, uint32_t len, uint32_t l3, ParsedFra
   pf.is_first_fragment = pf.is_fragment && frag_offset == 0;
   // A non-first fragment carries no L4 header; SPEC §6 keys it by addresses only.
   if (frag_offset != 0) return nullptr;
-  return parse_l4(data, l3 + header_len, l3 + total_len, pf);
+  return parse_l4(b, l3 + header_len, l3 + total_len, pf);
 }
 
-const char* parse_ipv6(const uint8_t* data, uint32_t len, uint32_t l3, ParsedFrame& pf) {
-  if (len - l3 < kIPv6HeaderLen) return "truncated IPv6 header";
-  const uint8_t* ip = data + l3;
+const char* parse_ipv6(const Bytes& b, uint32_t l3, ParsedFrame& pf) {
+  if (b.len - l3 < kIPv6HeaderLen) return b.short_of(l3 + kIPv6HeaderLen, "truncated IPv6 header");
+  const uint8_t* ip = b.data + l3;
   if ((ip[0] >> 4) != 6) return "IPv6 ethertype with bad IP version";
   // Jumbograms (payload length 0 + hop-by-hop option) cannot occur on Ethernet; a zero length
   // simply means an empty payload here.
   const uint32_t ip_end = l3 + kIPv6HeaderLen + load_be16(ip + 4);
-  if (ip_end > len) return "IPv6 payload length past frame";
+  if (ip_end > b.wire) return "IPv6 payload length past frame";
 
   pf.ip_version = 6;
   // Traffic class straddles bytes 0 and 1; DSCP is its top six bits.
@@ -131,7 +151,8 @@ const char* parse_ipv6(const uint8_t* data, uint32_t len, uint32_t l3, ParsedFra
   uint32_t off = l3 + kIPv6HeaderLen;
   for (int i = 0; i < kMaxIPv6ExtHeaders && is_ipv6_ext(nh); ++i) {
     if (ip_end - off < kIPv6MinExtLen) return "IPv6 extension header past packet";
-    const uint8_t* ext = data + off;
+    if (off + kIPv6MinExtLen > b.len) return kHeadersPastBytesAtHand;
+    const uint8_t* ext = b.data + off;
     uint32_t ext_len = nh == proto::ah ? (ext[1] + 2u) * 4 : (ext[1] + 1u) * 8;
     if (nh == proto::fragment) {
       const uint16_t frag_offset = load_be16(ext + 2) >> 3;
@@ -149,19 +170,21 @@ const char* parse_ipv6(const uint8_t* data, uint32_t len, uint32_t l3, ParsedFra
   }
   if (is_ipv6_ext(nh)) return "too many IPv6 extension headers";
   pf.proto = nh;
-  return parse_l4(data, off, ip_end, pf);
+  return parse_l4(b, off, ip_end, pf);
 }
 
 // Walks the Ethernet header and up to two VLAN tags (802.1Q, or QinQ with an 802.1ad or
 // 802.1Q outer tag), then dispatches on the inner ethertype.
-const char* parse_ethernet(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
-  if (len < kEthHeaderLen) return "short Ethernet frame";
+const char* parse_ethernet(const Bytes& b, ParsedFrame& pf) {
+  if (b.len < kEthHeaderLen) return b.short_of(kEthHeaderLen, "short Ethernet frame");
+  const uint8_t* data = b.data;
   uint32_t type_off = kEtherTypeOffset;  // offset of the current TPID / ethertype field
   uint16_t type = load_be16(data + type_off);
   while (is_vlan_tpid(type)) {
     if (pf.vlan_count == kMaxVlanTags) return "more than two VLAN tags";
     // The tag's TCI and the following ethertype must both be in the frame.
-    if (len - type_off < 2 + kVlanTagLen) return "truncated VLAN tag";
+    if (b.len - type_off < 2 + kVlanTagLen)
+      return b.short_of(type_off + 2 + kVlanTagLen, "truncated VLAN tag");
     const uint16_t vid = load_be16(data + type_off + 2) & 0x0fff;
     if (pf.vlan_count == 0) {
       pf.outer_vlan = vid;
@@ -175,8 +198,8 @@ const char* parse_ethernet(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
   const uint32_t l3 = type_off + 2;
   pf.l3_offset = uint16_t(l3);
   switch (type) {
-    case kEtherTypeIPv4: return parse_ipv4(data, len, l3, pf);
-    case kEtherTypeIPv6: return parse_ipv6(data, len, l3, pf);
+    case kEtherTypeIPv4: return parse_ipv4(b, l3, pf);
+    case kEtherTypeIPv6: return parse_ipv6(b, l3, pf);
     default: return nullptr;  // ARP, LLDP, ...: fine, just not IP
   }
 }
@@ -186,15 +209,17 @@ const char* parse_ethernet(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
 // its whole header inside the packet. Parsed in straight-line code; anything else (and any
 // length that does not add up) goes to the general walk, which gives the same result for these
 // frames (tests/unit/frame_parser_test.cpp checks both on the same inputs).
-bool parse_common_ipv4(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
+bool parse_common_ipv4(const Bytes& b, ParsedFrame& pf) {
   constexpr uint32_t l3 = kEthHeaderLen, l4 = kEthHeaderLen + kIPv4MinHeaderLen;
-  if (len < l4 + 8) return false;
+  const uint8_t* data = b.data;
+  if (b.len < l4 + 8) return false;
   const uint8_t* ip = data + l3;
   if (load_be16(data + kEtherTypeOffset) != kEtherTypeIPv4 || ip[0] != 0x45) return false;
   const uint32_t total_len = load_be16(ip + 2);
   const uint8_t proto = ip[9];
   const uint32_t l4_len = proto == proto::tcp ? 20 : proto == proto::udp ? 8 : 0xffff;
-  if (total_len > len - l3 || total_len < kIPv4MinHeaderLen + l4_len) return false;
+  if (total_len > b.wire - l3 || total_len < kIPv4MinHeaderLen + l4_len || b.len < l4 + l4_len)
+    return false;
   if ((load_be16(ip + 6) & (kIPv4MoreFragments | kIPv4FragOffsetMask)) != 0) return false;
   pf.ip_version = 4;
   pf.l3_offset = uint16_t(l3);
@@ -216,28 +241,35 @@ bool parse_common_ipv4(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
 
 }  // namespace
 
-void parse_frame_general(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
+const char kHeadersPastBytesAtHand[] = "headers past the bytes at hand";
+
+void parse_frame_general(const uint8_t* data, uint32_t len, uint32_t wire_len, ParsedFrame& pf) {
+  const Bytes b{data, len, std::max(len, wire_len)};
   pf = ParsedFrame{};
-  pf.frame_len = len;
-  if (const char* reason = parse_ethernet(data, len, pf)) [[unlikely]] {
+  pf.frame_len = b.wire;
+  pf.parsed_len = b.len;
+  if (const char* reason = parse_ethernet(b, pf)) [[unlikely]] {
     // Start from a clean frame so nobody can classify on half-parsed fields.
     pf = ParsedFrame{};
     pf.status = FrameStatus::malformed;
-    pf.frame_len = len;
+    pf.frame_len = b.wire;
+    pf.parsed_len = b.len;
     pf.malformed_reason = reason;
   }
   pf.match_word = match_word::of(pf);
 }
 
-void parse_frame_into(const uint8_t* data, uint32_t len, ParsedFrame& pf) {
+void parse_frame_into(const uint8_t* data, uint32_t len, uint32_t wire_len, ParsedFrame& pf) {
+  const Bytes b{data, len, std::max(len, wire_len)};
   pf = ParsedFrame{};
-  pf.frame_len = len;
-  if (!parse_common_ipv4(data, len, pf)) parse_frame_general(data, len, pf);
+  pf.frame_len = b.wire;
+  pf.parsed_len = b.len;
+  if (!parse_common_ipv4(b, pf)) parse_frame_general(data, len, wire_len, pf);
 }
 
-ParsedFrame parse_frame(const uint8_t* data, uint32_t len) {
+ParsedFrame parse_frame(const uint8_t* data, uint32_t len, uint32_t wire_len) {
   ParsedFrame pf;
-  parse_frame_into(data, len, pf);
+  parse_frame_into(data, len, wire_len, pf);
   return pf;
 }
 

@@ -47,11 +47,12 @@ void mark_ipv6(uint8_t* ip, uint8_t dscp) {
 bool mark_dscp(uint8_t* frame, uint32_t len, const ParsedFrame& pf, uint8_t dscp) {
   // Re-check what the parser established, cheaply: a stale or foreign `pf` must not let us
   // write outside the frame or into something that is not an IP header.
+  // `frame` may hold only a prefix of the frame (pf.parsed_len bytes): the IP header is in it.
   if (pf.status != FrameStatus::ok || dscp > kMaxDscp || len != pf.frame_len ||
-      pf.l3_offset > len)
+      pf.parsed_len > len || pf.l3_offset > pf.parsed_len)
     return false;
   uint8_t* ip = frame + pf.l3_offset;
-  const uint32_t room = len - pf.l3_offset;
+  const uint32_t room = pf.parsed_len - pf.l3_offset;
   if (pf.ip_version == 4 && room >= kIPv4MinHeaderLen && ip[0] >> 4 == 4) {
     mark_ipv4(ip, dscp);
     return true;

@@ -1,5 +1,6 @@
 // In-place rewrites of a parsed frame, for rule actions that modify packets (SPEC §2
-// `mark-dscp`). The frame must be the one `pf` was parsed from.
+// `mark-dscp`). The frame must be the one `pf` was parsed from: `len` its wire length
+// (pf.frame_len), of which the pf.parsed_len bytes at `frame` are the ones written.
 #pragma once
 
 #include <cstdint>

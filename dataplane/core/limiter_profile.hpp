@@ -7,10 +7,14 @@
 //   - bursts from one packet (pps) or 64 bytes (byte rates) up to at least one second of
 //     traffic at any supported rate (up to 2^47 time units: 17 s at the fastest rates,
 //     longer at slower ones);
-//   - a packet's interval at the profile's time unit is at least 10^4 units for a 64-byte
-//     frame (byte rates) or one packet (pps), so rounding stays below 1e-4 relative (and
-//     below 1.5e-5 wherever the burst leaves room for 2^16 units); rounding only ever makes
-//     a bucket stricter, never looser;
+//   - a rate whose token interval (1e9/r ns) is a whole number of units of 1/m ns for some
+//     m <= 8192 (every rate stated with a few significant digits: 10 Gbit/s at m = 5, 400
+//     Gbit/s at m = 50, 800 Mpps at m = 4) gets that exact unit and rounds nothing: its
+//     decisions are the exact real-number model's;
+//   - otherwise (the fallback) a packet's interval at the profile's time unit 2^-k ns is at
+//     least 10^4 units for a 64-byte frame (byte rates) or one packet (pps), so rounding
+//     stays below 1e-4 relative (and below 1.5e-5 wherever the burst leaves room for 2^16
+//     units); rounding only ever makes a bucket stricter, never looser;
 //   - max-delay up to 60 s; windows from 1 us to 39 h.
 #pragma once
 

@@ -343,8 +343,8 @@ inline uint64_t gcra_charge_burst(const sl_rate_profile& p, std::atomic<uint64_t
                                   Sharing s = Sharing::shared) {
   const uint64_t t = sl_time_u(&p, now_ns);
   return detail::update_word(word, s, [&](uint64_t cur, uint64_t* next) {
-    return detail::police_burst(p, cur, sl_credit(t, cur - p.burst_u), costs, n, next,
-                                [&](sl_s64 credit) { return t - uint64_t(credit) + p.burst_u; });
+    return detail::police_burst(p, cur, sl_gcra_credit(&p, cur, t), costs, n, next,
+                                [&](sl_s64 credit) { return sl_gcra_pack(&p, t, credit); });
   });
 }
 

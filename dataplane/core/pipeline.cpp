@@ -234,8 +234,9 @@ struct Pipeline::Impl {
     return cr.hash_fn(pf, cr.rule->key_prefix_len, hash_seed + idx);
   }
 
-  void classify(const uint8_t* frame, uint32_t len, uint16_t port, Classified& c) const {
-    parse_frame_into(frame, len, c.pf);
+  void classify(const uint8_t* frame, uint32_t len, uint32_t wire_len, uint16_t port,
+                Classified& c) const {
+    parse_frame_into(frame, len, wire_len, c.pf);
     c.flow_hash = 0;
     c.decided = -1;
     c.rule = c.pf.status == FrameStatus::ok ? classifier.classify(c.pf, port) : -1;
@@ -246,10 +247,10 @@ struct Pipeline::Impl {
     cr.flows->prefetch(c.flow_hash);
   }
 
-  Verdict process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t now_ns,
-                  WorkerCounters& counters) {
+  Verdict process(uint8_t* frame, uint32_t len, uint32_t wire_len, uint16_t port,
+                  uint64_t now_ns, WorkerCounters& counters) {
     Classified c;
-    classify(frame, len, port, c);
+    classify(frame, len, wire_len, port, c);
     return finish(frame, c, now_ns, counters);
   }
 
@@ -430,7 +431,12 @@ uint64_t Pipeline::max_delay_ns() const { return impl_->max_delay_ns; }
 
 Verdict Pipeline::process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t now_ns,
                           WorkerCounters& counters) {
-  return impl_->process(frame, len, port, now_ns, counters);
+  return impl_->process(frame, len, len, port, now_ns, counters);
+}
+
+Verdict Pipeline::process(const Frame& frame, uint16_t port, uint64_t now_ns,
+                          WorkerCounters& counters) {
+  return impl_->process(frame.data, frame.len, frame.wire_len, port, now_ns, counters);
 }
 
 void Pipeline::process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
@@ -445,8 +451,8 @@ void Pipeline::process_burst(const Frame* frames, size_t n, uint16_t port, uint6
   for (size_t done = 0; done < n; done += kMaxBurst) {
     const size_t m = std::min(kMaxBurst, n - done);
     for (size_t i = 0; i < m; ++i)
-      impl_->classify(frames[done + i].data, frames[done + i].len, port,
-                      cl[i]);
+      impl_->classify(frames[done + i].data, frames[done + i].len, frames[done + i].wire_len,
+                      port, cl[i]);
     if (impl_->any_burstable) impl_->charge_burstable(cl, m, now_ns);
     for (size_t i = 0; i < m; ++i)
       verdicts[done + i] = impl_->finish(frames[done + i].data, cl[i], now_ns, counters);

@@ -73,10 +73,17 @@ class Pipeline {
   // hashes every frame first and prefetches its flow slot, then charges them in order, so
   // the flow-table memory latency of one packet overlaps the work on the others. Same
   // results as calling process() on each frame in order.
+  // `len` bytes at `data` hold the headers (the whole frame, or a prefix of it: the first
+  // segment of an mbuf chain); `wire_len` is the frame's length, which byte rates charge and
+  // counters count, and which IP length fields are checked against. A wire_len below len
+  // (e.g. left 0) counts as len. A DSCP mark rewrites the bytes at `data`.
   struct Frame {
     uint8_t* data;
     uint32_t len;
+    uint32_t wire_len = 0;
   };
+  // process() of one such frame.
+  Verdict process(const Frame& frame, uint16_t port, uint64_t now_ns, WorkerCounters& counters);
   static constexpr size_t kMaxBurst = 64;
   void process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
                      WorkerCounters& counters, Verdict* verdicts);

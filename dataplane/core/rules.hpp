@@ -3,9 +3,11 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../abi/sluice_enums.h"
@@ -82,6 +84,17 @@ struct ColourActions {
 };
 
 constexpr uint64_t kDefaultIdleTimeoutNs = 60ull * 1000 * 1000 * 1000;
+
+// What the default action's counters and metrics series are named (rule="default"); no rule
+// may take it.
+constexpr std::string_view kDefaultRuleName = "default";
+
+// Most rules a packet is charged along: the rule it matched and its parents, grandparents...
+// (the pipeline bounds its per-packet work and refund list with it; the loader rejects deeper
+// chains at their line).
+constexpr size_t kMaxParentChain = 8;
+// Largest max-flows of one rule: 2^28 flows, 8 GiB of flow table (12 GiB for meters).
+constexpr uint64_t kMaxFlowsPerRule = uint64_t{1} << 28;
 
 struct Rule {
   std::string name;

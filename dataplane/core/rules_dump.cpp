@@ -15,7 +15,17 @@ namespace {
 
 using rules_internal::format_ports;
 using rules_internal::proto_name;
-using rules_internal::quoted;
+
+// A YAML double-quoted scalar. What the dump quotes (names, prefixes) passed the loader's
+// checks, so only the quote and the backslash could ever need escaping.
+std::string yaml_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
 
 // Largest unit of `units` (each `base` times the previous) that divides n exactly.
 std::pair<uint64_t, const char*> exact_unit(uint64_t n, uint64_t base, const char* const* units,
@@ -47,8 +57,8 @@ std::string format_tokens(uint64_t n, CostUnit unit) {
 void dump_match(std::ostream& o, const Match& m) {
   if (m == Match{}) return;
   o << "    match:\n";
-  if (m.src) o << "      src: " << quoted(format_cidr(*m.src)) << "\n";
-  if (m.dst) o << "      dst: " << quoted(format_cidr(*m.dst)) << "\n";
+  if (m.src) o << "      src: " << yaml_quoted(format_cidr(*m.src)) << "\n";
+  if (m.dst) o << "      dst: " << yaml_quoted(format_cidr(*m.dst)) << "\n";
   if (m.proto) o << "      proto: " << proto_name(*m.proto) << "\n";
   if (m.src_port) o << "      src-port: " << format_ports(*m.src_port) << "\n";
   if (m.dst_port) o << "      dst-port: " << format_ports(*m.dst_port) << "\n";
@@ -89,14 +99,14 @@ void dump_actions(std::ostream& o, const Rule& r) {
 }
 
 void dump_rule(std::ostream& o, const Rule& r) {
-  o << "  - name: " << quoted(r.name) << "\n";  // quoted: a name like "null" is a YAML word
+  o << "  - name: " << yaml_quoted(r.name) << "\n";  // quoted: a name like "null" is a YAML word
   dump_match(o, r.match);
   o << "    key: " << key_name(r.key, r.key_prefix_len) << "\n";
   o << "    algorithm: " << algorithm_name(r.algorithm) << "\n";
   dump_limiter(o, r);
   if (r.overhead_bytes != 0) o << "    overhead: " << r.overhead_bytes << "\n";
   dump_actions(o, r);
-  if (!r.parent.empty()) o << "    parent: " << quoted(r.parent) << "\n";
+  if (!r.parent.empty()) o << "    parent: " << yaml_quoted(r.parent) << "\n";
   if (r.max_flows != 0) o << "    max-flows: " << r.max_flows << "\n";
   if (r.idle_timeout_ns != kDefaultIdleTimeoutNs)
     o << "    idle-timeout: " << format_duration(r.idle_timeout_ns) << "\n";

@@ -20,23 +20,22 @@ const Field* find_field(const Fields& fields, std::string_view key) {
   return nullptr;
 }
 
-Result<Fields> collect_fields(const Messages& msg, const YAML::Node& map,
+Result<Fields> collect_fields(const Messages& msg, const YamlNode& map,
                               const std::vector<std::string_view>& allowed,
                               const std::string& where) {
   Fields fields;
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    int line = line_of(it->first);
-    if (!it->first.IsScalar()) return msg.at(line, where + ": field names must be plain words");
-    std::string key = it->first.Scalar();
-    if (const Field* first = find_field(fields, key))
-      return msg.at(line, where + ": duplicate field " + quoted(key) + " (first at line " +
-                              std::to_string(first->line) + ")");
+  for (size_t i = 0; i < map.map_size(); ++i) {
+    const YamlNode& k = map.key(i);
+    if (!k.is_scalar()) return msg.at(k.line, where + ": field names must be plain words");
+    if (const Field* first = find_field(fields, k.text))
+      return msg.at(k.line, where + ": duplicate field " + quoted(k.text) + " (first at line " +
+                                std::to_string(first->line) + ")");
     bool known = false;
-    for (std::string_view a : allowed) known = known || a == key;
+    for (std::string_view a : allowed) known = known || a == k.text;
     if (!known)
-      return msg.at(line,
-                    where + ": unknown field " + quoted(key) + " (expected " + join(allowed) + ")");
-    fields.push_back(Field{key, it->second, line});
+      return msg.at(k.line, where + ": unknown field " + quoted(k.text) + " (expected " +
+                                join(allowed) + ")");
+    fields.push_back(Field{k.text, &map.value(i), k.line});
   }
   return fields;
 }
@@ -44,17 +43,17 @@ Result<Fields> collect_fields(const Messages& msg, const YAML::Node& map,
 Result<Fields> collect_map_fields(const Messages& msg, const Field& f, const std::string& outer,
                                   const std::vector<std::string_view>& allowed,
                                   const std::string& where) {
-  if (!f.value.IsMap())
+  if (!f.value->is_map())
     return msg.at(f.line, outer + ": " + quoted(f.key) + " must be a map of fields");
-  return collect_fields(msg, f.value, allowed, where);
+  return collect_fields(msg, *f.value, allowed, where);
 }
 
 Result<std::string> scalar_of(const Messages& msg, const Field& f, const std::string& where) {
-  if (f.value.IsNull()) return msg.at(f.line, where + ": " + quoted(f.key) + " has no value");
-  if (!f.value.IsScalar())
+  if (f.value->is_null()) return msg.at(f.line, where + ": " + quoted(f.key) + " has no value");
+  if (!f.value->is_scalar())
     return msg.at(f.line, where + ": " + quoted(f.key) + " must be a single value, not a " +
-                              (f.value.IsMap() ? "map" : "list"));
-  return f.value.Scalar();
+                              (f.value->is_map() ? "map" : "list"));
+  return f.value->text;
 }
 
 namespace {
@@ -114,7 +113,7 @@ struct RuleField {
 
 class RuleParser {
  public:
-  RuleParser(const Messages& msg, const YAML::Node& node, size_t index)
+  RuleParser(const Messages& msg, const YamlNode& node, size_t index)
       : msg_(msg), node_(node), index_(index) {}
 
   Result<Rule> parse();
@@ -153,7 +152,7 @@ class RuleParser {
   Result<uint64_t> positive_duration(const Field& f);
 
   const Messages& msg_;
-  YAML::Node node_;  // a handle: cheap to copy, shares the document
+  const YamlNode& node_;
   size_t index_;
   std::string label_;  // "rule \"NAME\"" once the name is known, else "rule #N"
   Rule rule_;
@@ -193,9 +192,9 @@ std::vector<std::string_view> rule_field_names() {
 }
 
 Result<Rule> RuleParser::parse() {
-  rule_.line = line_of(node_);
+  rule_.line = node_.line;
   label_ = numbered_label();
-  if (!node_.IsMap())
+  if (!node_.is_map())
     return msg_.at(rule_.line, label_ + ": expected a map of fields (name, match, rate, ...)");
   label_ = label_guess();
   Result<Fields> fields = collect_fields(msg_, node_, rule_field_names(), label_);
@@ -210,8 +209,9 @@ Result<Rule> RuleParser::parse() {
 
 // Names the rule in messages about its other fields, even before the name is validated.
 std::string RuleParser::label_guess() const {
-  const YAML::Node name = node_["name"];
-  if (name && name.IsScalar() && valid_name(name.Scalar())) return "rule " + quoted(name.Scalar());
+  const YamlNode* name = node_.find("name");
+  if (name != nullptr && name->is_scalar() && valid_name(name->text))
+    return "rule " + quoted(name->text);
   return numbered_label();
 }
 
@@ -488,9 +488,16 @@ Status RuleParser::apply_parent(const Field& f) {
   return Ok{};
 }
 
+// Bounded so that one rule's table cannot ask for more than the allocator can be asked for
+// (a flow costs 32 or 48 bytes: memory_budget.hpp); whether the machine has that much memory
+// is for the process that allocates it to check.
 Status RuleParser::apply_max_flows(const Field& f) {
   Result<uint64_t> v = parse_field<uint64_t>(msg_, f, label_, in_range(1, UINT64_MAX));
   if (!v) return v.error();
+  if (*v > kMaxFlowsPerRule)
+    return msg_.at(f.line, label_ + ": max-flows " + std::to_string(*v) +
+                               " is above the limit of " + std::to_string(kMaxFlowsPerRule) +
+                               " (2^28) flows per rule");
   rule_.max_flows = *v;
   return Ok{};
 }
@@ -504,7 +511,7 @@ Status RuleParser::apply_idle_timeout(const Field& f) {
 
 }  // namespace
 
-Result<ParsedRule> parse_rule(const Messages& msg, const YAML::Node& node, size_t index) {
+Result<ParsedRule> parse_rule(const Messages& msg, const YamlNode& node, size_t index) {
   RuleParser parser(msg, node, index);
   Result<Rule> rule = parser.parse();
   if (!rule) return rule.error();

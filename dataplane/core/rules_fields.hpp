@@ -3,8 +3,6 @@
 // map into a Rule by way of a field table (rules_fields.cpp).
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -14,27 +12,14 @@
 #include "result.hpp"
 #include "rules.hpp"
 #include "rules_values.hpp"
+#include "rules_yaml.hpp"
 
 namespace sluice::rules_internal {
 
-inline int line_of(const YAML::Node& n) { return n.Mark().line + 1; }
-
-// Formats "FILE:LINE: message" for one file; a line below 1 (no position known) reads 1.
-class Messages {
- public:
-  explicit Messages(std::string file) : file_(std::move(file)) {}
-  Error at(int line, const std::string& msg) const {
-    return make_error(file_ + ":" + std::to_string(line < 1 ? 1 : line) + ": " + msg);
-  }
-
- private:
-  std::string file_;
-};
-
 struct Field {
   std::string key;
-  YAML::Node value;
-  int line;  // of the key: a missing value has no position of its own
+  const YamlNode* value;  // in the document, which outlives the fields
+  int line;               // of the key: a missing value has no position of its own
 };
 
 using Fields = std::vector<Field>;
@@ -43,7 +28,7 @@ const Field* find_field(const Fields& fields, std::string_view key);
 
 // Lists a map's fields, rejecting duplicates and names outside `allowed`. `where` names the
 // map in messages ("rule \"dns\"", "rule \"dns\" match").
-Result<Fields> collect_fields(const Messages& msg, const YAML::Node& map,
+Result<Fields> collect_fields(const Messages& msg, const YamlNode& map,
                               const std::vector<std::string_view>& allowed,
                               const std::string& where);
 
@@ -75,6 +60,6 @@ struct ParsedRule {
   Rule rule;
   int parent_line = 0;  // of the "parent" field, when there is one
 };
-Result<ParsedRule> parse_rule(const Messages& msg, const YAML::Node& node, size_t index);
+Result<ParsedRule> parse_rule(const Messages& msg, const YamlNode& node, size_t index);
 
 }  // namespace sluice::rules_internal

@@ -1,24 +1,39 @@
-// Rules file loader (SPEC §2). Three layers, each with one job:
+// Rules file loader (SPEC §2). Four layers, each with one job:
 //   1. rules_values: text -> value, with a reason on failure (no YAML, no line numbers);
 //   2. rules_fields: one YAML rule map -> Rule, driven by a field table that says which
 //      algorithms use and require each field;
-//   3. here: the document, duplicate names, parent resolution and cycles.
+//   3. rules_yaml: text -> one YAML document as a small tree, within the limits of
+//      rules_loader.hpp;
+//   4. here: the document, duplicate names, parent resolution, cycles and chain depth.
 // Every error leaves as "FILE:LINE: message"; nothing throws past load_rules_text.
 // Writing rules files is rules_dump.cpp.
+//
+// YAML library: libyaml (Debian libyaml-dev, pkg-config yaml-0.1), replacing yaml-cpp 0.7, whose
+// LoadAll never returned on the 2-byte file "," while its memory grew by ~0.5 GB/s. libyaml is
+// the reference C parser (PyYAML's), fuzzed on OSS-Fuzz, and its scanner looks ahead at most
+// 1024 characters for an implicit key, so its memory stays proportional to the file.
+// libfyaml (the brief's first choice; it passes more of the YAML test suite) was tried first
+// and dropped: 0.7.12 buffers every token of a flow collection that might be an implicit key,
+// so a 16 MiB "[a,a,...]" took 4.5 s and 3.2 GB before the first event, and 16 MiB of "["
+// 19 s and 5.5 GB; it also stops silently, with no error, at a NUL byte or at some malformed
+// UTF-8, so the rest of a file would not be read. We use libyaml's event parser, not its
+// document loader, so that our limits apply while the file streams past and aliases are
+// refused as events instead of being resolved.
 #include "rules_loader.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <new>
 #include <utility>
 #include <vector>
 
 #include "rules_fields.hpp"
+#include "rules_yaml.hpp"
 
 namespace sluice {
 namespace {
@@ -30,28 +45,29 @@ using namespace rules_internal;
 
 class Loader {
  public:
-  explicit Loader(const std::string& file) : msg_(file) {}
-  Result<RuleSet> load(const std::string& text);
+  explicit Loader(std::string file) : msg_(std::move(file)) {}
+  Result<RuleSet> load(std::string_view text);
 
  private:
-  Result<YAML::Node> parse_document(const std::string& text) const;
+  Status parse_document(std::string_view text);
   Status read_default(const Field& f);
   Status read_rules(const Field& f);
-  Status add_rule(const YAML::Node& node, size_t index);
+  Status add_rule(const YamlNode& node, size_t index);
   Status resolve_parents();
   Status check_parent(size_t child) const;
   Status check_cycles() const;
+  Status check_chain_depth() const;
 
   Messages msg_;
+  YamlNode root_;  // the document: every Field points into it
   RuleSet set_;
   std::map<std::string, size_t> index_by_name_;
   std::vector<int> parent_lines_;  // per rule, the line of its parent field
 };
 
-Result<RuleSet> Loader::load(const std::string& text) {
-  Result<YAML::Node> root = parse_document(text);
-  if (!root) return root.error();
-  Result<Fields> top = collect_fields(msg_, *root, {"default", "rules"}, "top level");
+Result<RuleSet> Loader::load(std::string_view text) {
+  if (Status s = parse_document(text); !s) return s.error();
+  Result<Fields> top = collect_fields(msg_, root_, {"default", "rules"}, "top level");
   if (!top) return top.error();
   if (const Field* f = find_field(*top, "default"))
     if (Status s = read_default(*f); !s) return s.error();
@@ -61,23 +77,23 @@ Result<RuleSet> Loader::load(const std::string& text) {
   return std::move(set_);
 }
 
-// One YAML document holding a map. Syntax errors carry yaml-cpp's position.
-Result<YAML::Node> Loader::parse_document(const std::string& text) const {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::ParserException& e) {
-    return msg_.at(e.mark.line + 1, "YAML syntax error: " + e.msg);
-  }
-  if (docs.empty() || docs[0].IsNull())
+// One YAML document holding a map, within the limits of rules_loader.hpp.
+Status Loader::parse_document(std::string_view text) {
+  if (text.size() > kMaxRulesFileBytes)
+    return msg_.whole("rules file of more than " + std::to_string(kMaxRulesFileBytes >> 20) +
+                      " MiB (" + std::to_string(kMaxRulesFileBytes) + " bytes)");
+  const YamlLimits limits{kMaxNestingDepth, kMaxValueBytes, kMaxMapFields, kMaxRules,
+                          kMaxYamlNodes};
+  Result<YamlNode> root = read_yaml_document(text, msg_, limits);
+  if (!root) return root.error();
+  root_ = std::move(*root);
+  if (root_.is_null())
     return msg_.at(1,
                    "empty rules file (expected a map with \"rules:\" and optionally "
                    "\"default:\")");
-  if (docs.size() > 1)
-    return msg_.at(line_of(docs[1]), "more than one YAML document; a rules file holds one");
-  if (!docs[0].IsMap())
-    return msg_.at(line_of(docs[0]), "expected a map with \"rules:\" and optionally \"default:\"");
-  return docs[0];
+  if (!root_.is_map())
+    return msg_.at(root_.line, "expected a map with \"rules:\" and optionally \"default:\"");
+  return Ok{};
 }
 
 Status Loader::read_default(const Field& f) {
@@ -92,19 +108,24 @@ Status Loader::read_default(const Field& f) {
 }
 
 Status Loader::read_rules(const Field& f) {
-  if (!f.value.IsSequence())
+  if (!f.value->is_list())
     return msg_.at(f.line,
                    "\"rules\" must be a list of rules (each item starting with \"- name:\")");
   size_t index = 0;
-  for (const YAML::Node& node : f.value)
+  for (const YamlNode& node : f.value->items)
     if (Status s = add_rule(node, index++); !s) return s;
   return Ok{};
 }
 
-Status Loader::add_rule(const YAML::Node& node, size_t index) {
+Status Loader::add_rule(const YamlNode& node, size_t index) {
   Result<ParsedRule> parsed = parse_rule(msg_, node, index);
   if (!parsed) return parsed.error();
   Rule& rule = parsed->rule;
+  // The default action's counters and metrics series are labelled "default" (SPEC §5), so a
+  // rule of that name would emit a second series with the same labels.
+  if (rule.name == kDefaultRuleName)
+    return msg_.at(rule.line, "rule " + quoted(rule.name) +
+                                  ": the name \"default\" is reserved for the default action");
   auto [it, fresh] = index_by_name_.emplace(rule.name, set_.rules.size());
   if (!fresh)
     return msg_.at(rule.line, "rule " + quoted(rule.name) +
@@ -126,7 +147,8 @@ Status Loader::resolve_parents() {
     r.parent_index = int(it->second);
     if (Status s = check_parent(i); !s) return s;
   }
-  return check_cycles();
+  if (Status s = check_cycles(); !s) return s;
+  return check_chain_depth();
 }
 
 // Hierarchy shapes the pipeline supports: a meter colours packets rather than admitting them,
@@ -164,8 +186,30 @@ Status Loader::check_cycles() const {
   return Ok{};
 }
 
-// The whole of `path`, or the errno that stopped the read.
-int read_file(const std::string& path, std::string* text) {
+// Reports the first rule (in file order) charged along more than kMaxParentChain rules, at its
+// parent field. Runs after check_cycles, so every chain ends.
+Status Loader::check_chain_depth() const {
+  const std::vector<Rule>& rules = set_.rules;
+  for (size_t start = 0; start < rules.size(); ++start) {
+    size_t depth = 1;
+    std::string path = rules[start].name;
+    for (int at = rules[start].parent_index; at >= 0; at = rules[size_t(at)].parent_index) {
+      if (++depth > kMaxParentChain) {
+        path += " -> ...";
+        return msg_.at(parent_lines_[start],
+                       "rule " + quoted(rules[start].name) + ": parent chain " + path +
+                           " is more than " + std::to_string(kMaxParentChain) +
+                           " rules deep (the most a packet is charged along)");
+      }
+      path += " -> " + rules[size_t(at)].name;
+    }
+  }
+  return Ok{};
+}
+
+// The whole of `path` up to `limit` bytes (one more, to tell a file at the limit from a larger
+// one), or the errno that stopped the read.
+int read_file(const std::string& path, size_t limit, std::string* text) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno;
   struct stat st {};
@@ -176,7 +220,7 @@ int read_file(const std::string& path, std::string* text) {
     err = EISDIR;
   } else {
     char buf[65536];
-    for (;;) {
+    while (text->size() <= limit) {
       ssize_t n = ::read(fd, buf, sizeof buf);
       if (n > 0)
         text->append(buf, size_t(n));
@@ -197,21 +241,26 @@ int read_file(const std::string& path, std::string* text) {
 // ---------------------------------------------------------------------------------------
 // Public entry points.
 
-Result<RuleSet> load_rules_text(const std::string& text, const std::string& filename) {
-  // yaml-cpp reports node misuse by exception; keep every failure inside the Result.
+Result<RuleSet> load_rules_text(std::string_view text, std::string_view name) {
+  // libfyaml is C; what can throw is our own allocation (or one inside the standard library).
+  std::string file(name);
   try {
-    return Loader(filename).load(text);
-  } catch (const YAML::Exception& e) {
-    return rules_internal::Messages(filename).at(e.mark.line + 1, e.msg);
+    return Loader(file).load(text);
+  } catch (const std::bad_alloc&) {
+    return make_error(file + ": out of memory while loading the rules");
   } catch (const std::exception& e) {
-    return make_error(filename + ": " + e.what());
+    return make_error(file + ": " + e.what());
   }
 }
 
 Result<RuleSet> load_rules_file(const std::string& path) {
   std::string text;
-  if (int err = read_file(path, &text); err != 0)
-    return make_error(path + ": cannot open: " + std::strerror(err));
+  try {
+    if (int err = read_file(path, kMaxRulesFileBytes, &text); err != 0)
+      return make_error(path + ": cannot open: " + std::strerror(err));
+  } catch (const std::bad_alloc&) {
+    return make_error(path + ": out of memory while reading the rules");
+  }
   return load_rules_text(text, path);
 }
 

@@ -1,22 +1,39 @@
 // Reads and writes rules files (SPEC §2). Loading validates everything the pipeline relies on
 // (fields per algorithm, units, hierarchy) and calls check_rule_limits for each rule, so a
-// RuleSet that loads can be compiled. Errors are "FILE:LINE: message"; any error rejects the
+// RuleSet that loads can be compiled: anything Pipeline::create refuses for a rule (its profile,
+// its parent chain, its flow-table size) is refused here first, with its line. Errors are
+// "FILE:LINE: message" (or "FILE: message" for the file as a whole); any error rejects the
 // whole file.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "result.hpp"
 #include "rules.hpp"
 
 namespace sluice {
 
+// What one load may cost (docs/SEMANTICS.md, "Rules file limits"); past any of them the file
+// is rejected, at the line where it went past when there is one. Chosen well above what a
+// rules file needs (the examples are ~1 KiB, 4 levels deep, at most 8 fields in a rule), and
+// so that no input can make the loader hang or take much memory: the worst 16 MiB files we
+// found (2^21 nodes, 65,536 rules) take ~1 s and ~270 MB (docs/SEMANTICS.md).
+constexpr size_t kMaxRulesFileBytes = size_t{16} << 20;  // whole rules files go over sockets too
+constexpr size_t kMaxRules = 65536;                      // items of the "rules" list
+constexpr size_t kMaxNestingDepth = 16;                  // maps and lists open at once
+constexpr size_t kMaxValueBytes = 256;                   // of any key or value
+constexpr size_t kMaxMapFields = 64;                     // keys of any one map
+constexpr size_t kMaxYamlNodes = size_t{1} << 21;        // keys, values and items in a file
+
 // Reads `path`; an unreadable file is "PATH: cannot open: <strerror>".
 Result<RuleSet> load_rules_file(const std::string& path);
 
-// Parses rules text; `filename` is only used to prefix messages.
-Result<RuleSet> load_rules_text(const std::string& text, const std::string& filename);
+// Parses rules text; `name` is only used to prefix messages. Never throws; for any input it
+// returns a RuleSet or an error (the fuzz target's entry point).
+Result<RuleSet> load_rules_text(std::string_view text, std::string_view name);
 
 // Writes a rules file that loads back to an equal RuleSet (every field except Rule::line,
 // which becomes the line in the new text). Rates are written as pps or bit/s.

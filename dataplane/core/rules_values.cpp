@@ -54,7 +54,24 @@ char ascii_upper(char c) { return c >= 'a' && c <= 'z' ? char(c - 'a' + 'A') : c
 
 namespace rules_internal {
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string quoted(std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size() && i < kMaxQuotedBytes; ++i) {
+    auto c = uint8_t(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  out += '"';
+  if (s.size() > kMaxQuotedBytes) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
 
 std::string join(const std::vector<std::string_view>& words) {
   std::string s;

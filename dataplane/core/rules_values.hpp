@@ -3,6 +3,7 @@
 // no line numbers), and the value -> text names for the ones that have a name table.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -13,7 +14,11 @@
 
 namespace sluice::rules_internal {
 
-std::string quoted(std::string_view s);                        // "\"s\""
+// For messages: `s` in double quotes, its first kMaxQuotedBytes bytes only (then "... (N
+// bytes)"), with quotes and backslashes escaped and anything outside printable ASCII as \xNN,
+// so that no value can flood or garble a terminal or a log.
+constexpr size_t kMaxQuotedBytes = 64;
+std::string quoted(std::string_view s);
 std::string join(const std::vector<std::string_view>& words);  // "a, b, c"
 
 // Decimal digits only: no sign, no hex, no spaces, so "0x10" or "+5" are rejected.

@@ -13,6 +13,7 @@
 #include "dataplane.hpp"
 #include "eal.hpp"
 #include "log.hpp"
+#include "memory_budget.hpp"
 #include "metrics_server.hpp"
 #include "output_file.hpp"
 #include "pipeline.hpp"
@@ -38,6 +39,8 @@ Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts, LiveFai
   PipelineOptions popts;
   if (opts.flows != 0) popts.default_max_flows = opts.flows;
   popts.hash_seed = opts.hash_seed;
+  if (Status s = check_flow_memory_available(*rules, popts.default_max_flows); !s)
+    return make_error(opts.config_path + ": " + s.error().message);
   try {
     // Flow tables are allocated (and their pages written) here, before any packet.
     auto pipeline = Pipeline::create(std::move(rules).value(), popts);
@@ -123,6 +126,12 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   // The rules first: a bad file is reported before EAL takes memory and devices.
   auto pipeline = make_pipeline(opts, failure);
   if (!pipeline) return pipeline.error();
+  // --report is written at the end: refuse now (a usage error) what it must never replace.
+  if (!opts.report_path.empty()) {
+    if (Status s = check_outputs({{"--config", opts.config_path}}, {{"--report", opts.report_path}});
+        !s)
+      return s;
+  }
 
   CounterReaders readers;
   if (Status s = start_readers(opts, **pipeline, &readers); !s) return s;

@@ -62,6 +62,12 @@ Result<Port> Port::open(uint16_t id, const PortSetup& setup) {
   }
   if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
     conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;  // one pool, refcnt 1: true here
+  // Frames longer than one mbuf arrive as chains (net_pcap chains them itself; a NIC needs
+  // scattered RX) and leave as chains: ask for both where the device has them.
+  if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER)
+    conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+  if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+    conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 
   if (int ret = rte_eth_dev_configure(id, setup.queues, setup.queues, &conf); ret != 0)
     return make_error(port_error(id, "cannot configure device", ret));

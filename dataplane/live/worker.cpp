@@ -2,7 +2,6 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
-#include <rte_prefetch.h>
 
 #include <algorithm>
 #include <new>
@@ -103,14 +102,12 @@ void Worker::handle_burst(const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n, uint
   uint64_t overflow = 0;
 
   // The pipeline classifies the whole burst first (prefetching each flow's slot), then
-  // charges it; the frames' first cache lines are fetched ahead of the parser here.
+  // charges it; describe() fetches the frames' first cache lines ahead of the parser.
   Pipeline::Frame frames[kMaxBurst];
   Verdict verdicts[kMaxBurst];
-  for (uint16_t i = 0; i < n; ++i) {
-    frames[i] = {rte_pktmbuf_mtod(pkts[i], uint8_t*), rte_pktmbuf_data_len(pkts[i])};
-    rte_prefetch0(frames[i].data);
-  }
+  burst_frames_.describe(pkts, n, frames);
   pipeline_.process_burst(frames, n, rxq.port, now_ns, counters_, verdicts);
+  if (burst_frames_.gathered() != 0) [[unlikely]] burst_frames_.write_back(pkts, n, frames);
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     const Verdict& v = verdicts[i];

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "burst_frames.hpp"
 #include "counters.hpp"
 #include "counters_handoff.hpp"
 #include "pipeline.hpp"
@@ -129,6 +130,7 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
   CountersHandoff handoff_;
   std::vector<TxQueue> tx_;
   TimingWheel<HeldPacket> wheel_;
+  BurstFrames burst_frames_;  // each burst's frames as the pipeline sees them
   AtomicStats stats_;
 };
 

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <optional>
 
 namespace sluice {
 
@@ -33,6 +35,49 @@ std::string describe_open_failure(const std::string& path, const char* errbuf) {
   return e;
 }
 
+// What the file itself says about its format: libpcap hides both the link type number (it
+// maps LINKTYPE_ values to its platform's DLT_ ones: LINKTYPE_RAW 101 becomes DLT_RAW 12)
+// and the resolution of a classic pcap (it scales microseconds to the nanoseconds we ask for).
+struct FileHeader {
+  std::optional<uint32_t> link_type;  // LINKTYPE_ value: classic pcap, or pcapng's first IDB
+  bool microseconds = false;          // classic pcap with microsecond timestamps
+};
+
+uint32_t load32(const unsigned char* p, bool swapped) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return swapped ? __builtin_bswap32(v) : v;
+}
+
+FileHeader read_file_header(const std::string& path) {
+  FileHeader h;
+  std::ifstream in(path, std::ios::binary);
+  unsigned char b[64] = {};
+  in.read(reinterpret_cast<char*>(b), sizeof b);
+  const size_t got = size_t(in.gcount());
+  if (got < 24) return h;
+  const uint32_t magic = load32(b, false);
+  if (magic == 0xa1b2c3d4 || magic == 0xd4c3b2a1 || magic == 0xa1b23c4d || magic == 0x4d3cb2a1) {
+    const bool swapped = magic == 0xd4c3b2a1 || magic == 0x4d3cb2a1;
+    h.microseconds = magic == 0xa1b2c3d4 || magic == 0xd4c3b2a1;
+    h.link_type = load32(b + 20, swapped) & 0x0fffffff;  // the top bits are FCS flags
+  } else if (magic == 0x0a0d0d0a) {
+    // Section header block (its byte-order magic at 8), then the first interface block.
+    const bool swapped = load32(b + 8, false) == 0x4d3c2b1a;
+    const uint32_t shb_len = load32(b + 4, swapped);
+    if (shb_len < 28 || shb_len % 4 != 0) return h;
+    unsigned char idb[12] = {};
+    in.clear();
+    in.seekg(shb_len);
+    if (in.read(reinterpret_cast<char*>(idb), sizeof idb) && load32(idb, swapped) == 1) {
+      uint16_t lt;
+      std::memcpy(&lt, idb + 8, 2);
+      h.link_type = swapped ? __builtin_bswap16(lt) : lt;
+    }
+  }
+  return h;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- reader
@@ -44,15 +89,20 @@ Result<std::unique_ptr<PcapReader>> PcapReader::open(const std::string& path) {
   pcap_t* h =
       pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, errbuf);
   if (h == nullptr) return file_error(path, describe_open_failure(path, errbuf));
+  const FileHeader header = read_file_header(path);
   int link = pcap_datalink(h);
   if (link != DLT_EN10MB) {
     const char* name = pcap_datalink_val_to_name(link);
     pcap_close(h);
-    return file_error(path, "link type " + std::to_string(link) + " (" +
+    // The number the file says (what tcpdump and wireshark show), with libpcap's name.
+    const uint32_t number = header.link_type.value_or(uint32_t(link));
+    return file_error(path, "link type " + std::to_string(number) + " (" +
                                 (name ? name : "unknown") +
-                                ") is not supported; only Ethernet (EN10MB) captures are");
+                                ") is not supported; only Ethernet (EN10MB, 1) captures are");
   }
-  return std::unique_ptr<PcapReader>(new PcapReader(path, h));
+  auto reader = std::unique_ptr<PcapReader>(new PcapReader(path, h));
+  reader->microseconds_ = header.microseconds;
+  return reader;
 }
 
 PcapReader::~PcapReader() {
@@ -69,6 +119,17 @@ Result<bool> PcapReader::next(PcapPacket* out) {
                                  (rc == PCAP_ERROR ? pcap_geterr(handle_) : "read failed"));
   }
   ++records_;
+  // tv_usec holds nanoseconds (libpcap scaled a microsecond file's by 1000): a fraction of a
+  // second must stay below one second, or the timestamp means nothing.
+  if (uint64_t(hdr->ts.tv_usec) >= kNsPerSec) {
+    const std::string field = microseconds_
+                                  ? "microsecond field " + std::to_string(hdr->ts.tv_usec / 1000) +
+                                        " is not below 1000000"
+                                  : "nanosecond field " + std::to_string(hdr->ts.tv_usec) +
+                                        " is not below 1000000000";
+    return file_error(path_, "record " + std::to_string(records_) + ": timestamp " + field +
+                                 " (not a valid capture)");
+  }
   out->ts_ns = uint64_t(hdr->ts.tv_sec) * kNsPerSec + uint64_t(hdr->ts.tv_usec);
   out->wire_len = hdr->len;
   out->data.assign(bytes, bytes + hdr->caplen);
@@ -89,6 +150,23 @@ Result<std::unique_ptr<PcapWriter>> PcapWriter::create(const std::string& path) 
     return file_error(path, "cannot create: " + why);
   }
   return std::unique_ptr<PcapWriter>(new PcapWriter(path, dead, d));
+}
+
+Result<std::unique_ptr<PcapWriter>> PcapWriter::create(FILE* stream, const std::string& name) {
+  pcap_t* dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, int(kSnapLen),
+                                                      PCAP_TSTAMP_PRECISION_NANO);
+  if (dead == nullptr) {
+    std::fclose(stream);
+    return file_error(name, "cannot set up a pcap writer");
+  }
+  pcap_dumper_t* d = pcap_dump_fopen(dead, stream);
+  if (d == nullptr) {
+    std::string why = pcap_geterr(dead);
+    pcap_close(dead);
+    std::fclose(stream);
+    return file_error(name, "cannot write: " + why);
+  }
+  return std::unique_ptr<PcapWriter>(new PcapWriter(name, dead, d));
 }
 
 PcapWriter::~PcapWriter() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,7 +32,8 @@ class PcapReader {
   PcapReader& operator=(const PcapReader&) = delete;
 
   // Reads the next record into *out. Returns true for a packet, false at the end of the
-  // file, or an error (e.g. a truncated record) naming the file and the record number.
+  // file, or an error (e.g. a truncated record, a timestamp fraction of a second or more)
+  // naming the file and the record number.
   Result<bool> next(PcapPacket* out);
 
   const std::string& path() const { return path_; }
@@ -42,6 +44,7 @@ class PcapReader {
   std::string path_;
   pcap* handle_;
   uint64_t records_ = 0;
+  bool microseconds_ = false;  // a classic pcap of microsecond timestamps (for messages)
 };
 
 class PcapWriter {
@@ -50,6 +53,8 @@ class PcapWriter {
 
   // Creates (truncates) `path` as a nanosecond-resolution Ethernet pcap.
   static Result<std::unique_ptr<PcapWriter>> create(const std::string& path);
+  // The same on a stream the writer takes over (close() fcloses it); `name` for messages.
+  static Result<std::unique_ptr<PcapWriter>> create(FILE* stream, const std::string& name);
   ~PcapWriter();
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;

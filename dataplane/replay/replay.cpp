@@ -1,11 +1,16 @@
 #include "replay.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <utility>
 
 #include "counters_json.hpp"
 #include "departure_queue.hpp"
+#include "flow_table.hpp"
+#include "memory_budget.hpp"
 #include "output_file.hpp"
 #include "pcap_io.hpp"
 #include "pipeline.hpp"
@@ -29,6 +34,8 @@ Result<ReplayInputs> open_inputs(const ReplayOptions& opts) {
   popts.hash_seed = opts.hash_seed;
   popts.stale_read_tolerance_ns = 0;  // one reader, the capture clock: no stale reads
   popts.single_writer = true;         // and one thread: plain stores, no CAS
+  if (Status s = check_flow_memory_available(*rules, popts.default_max_flows); !s)
+    return make_error(opts.config_path + ": " + s.error().message);
   auto pipeline = Pipeline::create(std::move(rules).value(), popts);
   if (!pipeline) return make_error(opts.config_path + ": " + pipeline.error().message);
   auto reader = PcapReader::open(opts.in_path);
@@ -90,10 +97,16 @@ class ReplayRun {
     pipeline_.expire_idle(now_ns, expire_budget_);
 
     ++summary_.packets_in;
-    rx_bytes_ += pkt.data.size();
-    // Captured bytes only: a snapped record is processed as the truncated frame it is.
-    Verdict v = pipeline_.process(pkt.data.data(), uint32_t(pkt.data.size()), /*port=*/0,
-                                  now_ns, counters_);
+    const uint32_t caplen = uint32_t(pkt.data.size());
+    const uint32_t wire_len = std::max(pkt.wire_len, caplen);
+    rx_bytes_ += wire_len;
+    // A whole record is parsed and charged as the frame it is. A record the capture cut short
+    // (caplen < len) is a truncated frame (SPEC §6): the pipeline gets none of its bytes to
+    // parse, so it counts as malformed, at its wire length, and follows the default action;
+    // OUT.pcap keeps what was captured of it.
+    const uint32_t parse_len = caplen < wire_len ? 0 : caplen;
+    Verdict v = pipeline_.process(Pipeline::Frame{pkt.data.data(), parse_len, wire_len},
+                                  /*port=*/0, now_ns, counters_);
     if (v.kind == Verdict::Kind::drop) {
       ++summary_.packets_dropped;
     } else if (v.depart_ns > now_ns) {
@@ -113,7 +126,7 @@ class ReplayRun {
     write_status_ = writer_.write(ts_ns, p.frame.data(), uint32_t(p.frame.size()),
                                   std::max<uint32_t>(p.wire_len, uint32_t(p.frame.size())));
     ++summary_.packets_out;
-    tx_bytes_ += p.frame.size();
+    tx_bytes_ += std::max<uint64_t>(p.wire_len, p.frame.size());
   }
 
   Pipeline& pipeline_;
@@ -128,12 +141,17 @@ class ReplayRun {
   Status write_status_ = Ok{};
 };
 
-Error with_final_name(const OutputFile& file, const Error& e) {
-  // Messages from the writers name the temporary file; the user only knows the final one.
-  std::string msg = e.message;
-  const std::string& tmp = file.temp_path();
-  if (msg.compare(0, tmp.size(), tmp) == 0) msg = file.final_path() + msg.substr(tmp.size());
-  return make_error(msg);
+// Writes `text` to an output's stream and closes it.
+Status write_text(OutputFile& file, const std::string& text) {
+  auto stream = file.open_stream();
+  if (!stream) return stream.error();
+  const bool written = std::fwrite(text.data(), 1, text.size(), *stream) == text.size() &&
+                       std::fflush(*stream) == 0;
+  const int write_errno = errno;
+  const bool closed = std::fclose(*stream) == 0;
+  if (!written || !closed)
+    return make_error(file.path() + ": write failed: " + std::strerror(written ? errno : write_errno));
+  return Ok{};
 }
 
 }  // namespace
@@ -143,25 +161,37 @@ Result<ReplaySummary> run_replay(const ReplayOptions& opts, ReplayFailure* failu
   if (failure == nullptr) failure = &ignored;
 
   *failure = ReplayFailure::bad_input;
+  // Before anything is read or written: no output may destroy an input or another output.
+  if (Status s = check_outputs({{"--replay", opts.in_path}, {"--config", opts.config_path}},
+                               {{"--out", opts.out_path}, {"--report", opts.report_path}});
+      !s)
+    return s.error();
   auto inputs = open_inputs(opts);
   if (!inputs) return inputs.error();
+  if (const FlowTable::Totals t = FlowTable::totals(); t.tables)
+    std::fprintf(stderr, "sluiced: flow tables: %llu MB for %llu flows (%llu tables; reserved, "
+                 "backed as flows arrive)\n", (unsigned long long)(t.reserved_bytes >> 20),
+                 (unsigned long long)t.capacity_flows, (unsigned long long)t.tables);
 
   *failure = ReplayFailure::runtime;
-  OutputFile out_file(opts.out_path);
-  OutputFile report_file(opts.report_path);
-  auto writer = PcapWriter::create(out_file.temp_path());
-  if (!writer) return with_final_name(out_file, writer.error());
+  auto out_file = OutputFile::open(opts.out_path);
+  if (!out_file) return out_file.error();
+  auto report_file = OutputFile::open(opts.report_path);
+  if (!report_file) return report_file.error();
+  auto out_stream = (*out_file)->open_stream();
+  if (!out_stream) return out_stream.error();
+  auto writer = PcapWriter::create(*out_stream, opts.out_path);
+  if (!writer) return writer.error();
 
   ReplayRun run(*inputs->pipeline, *inputs->reader, **writer, opts.expire_budget);
-  if (Status s = run.run(failure); !s) return with_final_name(out_file, s.error());
-  if (Status s = (*writer)->close(); !s) return with_final_name(out_file, s.error());
+  if (Status s = run.run(failure); !s) return s.error();
+  if (Status s = (*writer)->close(); !s) return s.error();
 
   ReplaySummary summary = run.summary();
   *failure = ReplayFailure::runtime;
-  if (Status s = write_text_file(report_file.temp_path(), counters_to_json(summary.counters)); !s)
-    return with_final_name(report_file, s.error());
-  if (Status s = out_file.commit(); !s) return s.error();
-  if (Status s = report_file.commit(); !s) return s.error();
+  if (Status s = write_text(**report_file, counters_to_json(summary.counters)); !s) return s.error();
+  if (Status s = (*out_file)->commit(); !s) return s.error();
+  if (Status s = (*report_file)->commit(); !s) return s.error();
   return summary;
 }
 

@@ -84,6 +84,9 @@ TEST(LiveCli, RejectsBadValuesWithTheOptionName) {
            {"--", "--config", "r", "--burst", "0"},
            {"--", "--config", "r", "--burst", "fast"},
            {"--", "--config", "r", "--report"},
+           {"--", "--config", "r", "--report", ""},
+           {"--", "--config", "r", "--control", ""},
+           {"--", "--config", "r", "--control", "/tmp/" + std::string(103, 's')},
        }) {
     auto a = parse(bad);
     ASSERT_FALSE(a) << bad[3];

@@ -177,10 +177,8 @@ TEST_P(BothPolicers, IdleForDaysRefillsToExactlyTheBurst) {
       uint64_t later = days * 86400 * kSec;
       int admitted = 0;
       while (admitted < 1000 && decide(p, w, later, cost)) ++admitted;
-      // One-sided rounding (costs up, burst down) may cost the last packet of a burst at
-      // rates whose per-token interval is not a binary fraction; never more than one.
-      EXPECT_LE(uint64_t(admitted), burst / cost) << format_rate(r) << " idle " << days << " d";
-      EXPECT_GE(uint64_t(admitted) + 1, burst / cost) << format_rate(r) << " idle " << days;
+      // These rates have exact profiles (a token's interval is whole units): exactly B.
+      EXPECT_EQ(uint64_t(admitted), burst / cost) << format_rate(r) << " idle " << days << " d";
     }
   }
 }
@@ -285,7 +283,7 @@ TEST(BucketMath, SrtcmShortPathEqualsGeneral) {
   for (const Case& c : cases) {
     auto m = make_srtcm_profile(c.cir, c.cbs, c.ebs);
     ASSERT_TRUE(m.ok()) << m.error().message;
-    const uint64_t fill_ns = (m->committed.burst_u >> m->committed.time_shift) + 1;
+    const uint64_t fill_ns = m->committed.burst_u / m->committed.time_mult + 1;
     const uint64_t max_cost = std::max(c.cbs, c.ebs) + 2;
     uint64_t now = rng();
     sl_meter_state st;

@@ -4,14 +4,19 @@
 
 #include <random>
 #include <string>
+#include <thread>
 
 #include "classifier.hpp"
 #include "frame.hpp"
+#include "linear_classifier.hpp"
 #include "packet_builder.hpp"
+#include "random_rules.hpp"
 #include "rules_loader.hpp"
 
 using namespace sluice;
+using sluice::testing::LinearClassifier;
 using sluice::testing::PacketBuilder;
+using sluice::testing::RandomRules;
 
 namespace {
 
@@ -154,4 +159,125 @@ rules:
   EXPECT_EQ(c.classify(pf, 0), 0);
   pf.src[2] = 127;  // 10.1.127.x: outside the /17
   EXPECT_EQ(c.classify(pf, 0), 1);
+}
+
+namespace {
+
+// The match-table classifier against the linear walk it replaced, frame by frame.
+size_t expect_same_as_linear(const std::vector<Rule>& rules, RandomRules& gen, size_t frames) {
+  const Classifier c(rules);
+  const LinearClassifier linear(rules);
+  size_t matched = 0;
+  for (size_t f = 0; f < frames; ++f) {
+    const ParsedFrame pf = gen.frame();
+    const uint16_t port = gen.ingress();
+    const int want = linear.classify(pf, port);
+    EXPECT_EQ(c.classify(pf, port), want)
+        << rules.size() << " rules, frame " << f << ": version " << int(pf.ip_version)
+        << " proto " << int(pf.proto) << " ports " << pf.has_ports << " vlan "
+        << int(pf.vlan_count) << "/" << pf.outer_vlan << " dscp " << int(pf.dscp);
+    if (want >= 0) ++matched;
+    if (::testing::Test::HasFailure()) break;
+  }
+  return matched;
+}
+
+Rule src_rule(uint32_t addr, uint8_t len) {
+  Rule r;
+  Cidr c;
+  c.family = 4;
+  c.prefix_len = len;
+  for (int i = 0; i < 4; ++i) c.addr[size_t(i)] = uint8_t(addr >> (24 - 8 * i));
+  r.match.src = c;
+  return r;
+}
+
+}  // namespace
+
+// Sizes around the one-word fast path (64) and the summary words (64 words = 4096 rules).
+TEST(Classifier, AgreesWithTheLinearWalkOnRandomRuleSets) {
+  size_t matched = 0, frames = 0;
+  for (uint64_t seed = 1; seed <= 36; ++seed) {
+    RandomRules gen(seed * 7919);
+    const size_t n = std::array<size_t, 9>{0, 1, 3, 20, 63, 64, 65, 129, 700}[seed % 9];
+    std::vector<Rule> rules = gen.rules(n, 0.1 + 0.1 * double(seed % 5));
+    matched += expect_same_as_linear(rules, gen, 3000);
+    frames += 3000;
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(matched, frames / 10);
+  EXPECT_LT(matched, frames);
+}
+
+TEST(Classifier, AgreesWithTheLinearWalkOnTenThousandRules) {
+  for (double p : {0.05, 0.3, 0.6}) {
+    RandomRules gen(uint64_t(p * 1000));
+    std::vector<Rule> rules = gen.rules(10'000, p);
+    EXPECT_GT(expect_same_as_linear(rules, gen, 1500), 0u);
+    if (HasFailure()) return;
+  }
+  // More than 64 * 64 rules: two summary words and beyond.
+  RandomRules gen(4097);
+  EXPECT_GT(expect_same_as_linear(gen.rules(4097 + 64, 0.2), gen, 2000), 0u);
+}
+
+// The benchmark's shape: thousands of /32 source rules that miss, the match last in the file.
+TEST(Classifier, TheMatchingRuleLastAmongTenThousand) {
+  std::vector<Rule> rules;
+  for (uint32_t i = 0; i < 9'999; ++i) rules.push_back(src_rule(0x0a000000u + i, 32));
+  rules.push_back(src_rule(0xc0000200u, 24));  // 192.0.2.0/24
+  const Classifier c(rules);
+  const LinearClassifier linear(rules);
+  for (uint32_t host = 0; host < 256; ++host) {
+    const std::string a = "192.0.2." + std::to_string(host);
+    auto f = PacketBuilder().ipv4(a, "198.51.100.1").udp(1, 2).build();
+    EXPECT_EQ(classify(c, f), 9'999) << a;
+  }
+  for (uint32_t i : {0u, 1u, 5000u, 9998u}) {
+    const std::string a = "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256);
+    auto f = PacketBuilder().ipv4(a, "198.51.100.1").udp(1, 2).build();
+    EXPECT_EQ(classify(c, f), int(i)) << a;
+    ParsedFrame pf = parse_frame(f.data(), uint32_t(f.size()));
+    EXPECT_EQ(linear.classify(pf, 0), int(i));
+  }
+  EXPECT_EQ(classify(c, PacketBuilder().ipv4("10.0.39.15", "1.1.1.1").udp(1, 2).build()), -1);
+  EXPECT_EQ(classify(c, PacketBuilder().ipv6("::1", "::2").udp(1, 2).build()), -1);
+  EXPECT_EQ(classify(c, PacketBuilder().ethertype(0x0806).payload(28).build()), -1);
+}
+
+TEST(Classifier, NoRulesMatchNothing) {
+  const Classifier c(std::vector<Rule>{});
+  EXPECT_EQ(classify(c, PacketBuilder().ipv4("1.1.1.1", "2.2.2.2").udp(1, 2).build()), -1);
+  EXPECT_EQ(classify(c, PacketBuilder().ethertype(0x0806).payload(28).build()), -1);
+}
+
+// Thousands of rules each on a different field: every field lets most rules through, so the
+// intersection visits many words and the classifier remembers the answer per thread. Two
+// classifiers with the same layout but different answers must never see each other's.
+TEST(Classifier, RememberedResultsBelongToTheirClassifier) {
+  // The two differ only in the last rule's protocol: their bitmaps sit at the same offsets.
+  auto rules_ending_with = [](uint8_t last_proto) {
+    std::vector<Rule> rules(3000);
+    for (size_t i = 0; i + 1 < rules.size(); ++i) {
+      Match& m = rules[i].match;
+      if (i % 3 == 0) m.src = src_rule(0x0a000000u + uint32_t(i << 8), 24).match.src;
+      if (i % 3 == 1) m.dst_port = PortRange{uint16_t(1000 + 5 * i), uint16_t(1003 + 5 * i)};
+      if (i % 3 == 2) m.proto = 6, m.dscp = uint8_t(i % 64);
+    }
+    rules.back().match.dst_port = PortRange{53, 53};
+    if (last_proto) rules.back().match.proto = last_proto;
+    return rules;
+  };
+  const Classifier matches(rules_ending_with(0)), misses(rules_ending_with(6));
+  const auto f = PacketBuilder().ipv4("192.0.2.1", "198.51.100.1").udp(1234, 53).build();
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(classify(matches, f), 2999);
+    EXPECT_EQ(classify(misses, f), -1);
+  }
+  // And from another thread, whose remembered results start empty.
+  std::thread other([&] {
+    EXPECT_EQ(classify(misses, f), -1);
+    EXPECT_EQ(classify(matches, f), 2999);
+  });
+  other.join();
 }

@@ -1,11 +1,13 @@
 #include "flow_table.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -388,6 +390,62 @@ TEST(FlowTable, InitExceptionUndoesClaim) {
   EXPECT_EQ(t.active(), 0u);
   EXPECT_TRUE(live_tags(t).empty());
   EXPECT_EQ(put(t, 5, 0).outcome, Outcome::created);
+}
+
+// Pages are backed on first use: a table nobody touched costs no memory, however large, and
+// a few flows cost a few 4 KB pages (small tables stay off 2 MB huge pages).
+TEST(FlowTable, MemoryFollowsTheFlowsInUse) {
+  FlowTable t(65536, 60'000'000'000ull, 1'000'000, 1);
+  EXPECT_GE(t.reserved_bytes(), t.memory_bytes() - sizeof(FlowTable));
+  EXPECT_LE(t.reserved_bytes(), t.memory_bytes()) << "no alignment slack off huge pages";
+  EXPECT_EQ(t.resident_bytes(), 0u) << "an unused table holds no memory";
+  EXPECT_EQ(t.expire(0, t.slot_count()), 0u);
+  EXPECT_EQ(t.resident_bytes(), 0u) << "sweeping an empty table reads none of it";
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(put(t, mix(i), 0).outcome, Outcome::created);
+  EXPECT_GT(t.resident_bytes(), 0u);
+  // A new flow reads both of its candidate sets (a read maps the shared zero page, which
+  // mincore() counts) and writes one.
+  EXPECT_LE(t.resident_bytes(), 4u * 2 * 4096) << "four flows, at most eight pages";
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_NE(t.find(mix(i)), nullptr);
+}
+
+// A table on huge pages is committed at creation: no 2 MB page faults on the first packets.
+TEST(FlowTable, LargeTablesAreWrittenAtCreation) {
+  FlowTable t(600'000, 60'000'000'000ull, 1'000'000, 1);  // ~19 MB
+  ASSERT_GE(t.memory_bytes(), FlowTable::kHugePageTableBytes);
+  EXPECT_GE(t.resident_bytes(), t.memory_bytes() - sizeof(FlowTable) - 4096);
+}
+
+// Resident set size of this process, from /proc/self/statm.
+size_t rss_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long size = 0, resident = 0;
+  const int got = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  return got == 2 ? size_t(resident) * size_t(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+// The shape of 10,000 keyed rules without max-flows, scaled down: 2,000 default tables
+// reserve 4 GB of address space and cost (almost) nothing until flows arrive.
+TEST(FlowTable, ManyUnusedTablesStartSmall) {
+  const FlowTable::Totals before = FlowTable::totals();
+  const size_t rss_before = rss_bytes();
+  std::vector<std::unique_ptr<FlowTable>> tables;
+  for (int i = 0; i < 2000; ++i) {
+    tables.push_back(std::make_unique<FlowTable>(65536, 60'000'000'000ull, 1'000'000, 1));
+    tables.back()->expire(0, 1024);
+  }
+  const FlowTable::Totals during = FlowTable::totals();
+  EXPECT_EQ(during.tables - before.tables, 2000u);
+  EXPECT_EQ(during.capacity_flows - before.capacity_flows, 2000u * 65536);
+  EXPECT_GE(during.reserved_bytes - before.reserved_bytes, 2000u * (2u << 20));
+  EXPECT_LE(during.reserved_bytes - before.reserved_bytes, 2000u * (2u << 20) + (1u << 20));
+  const size_t grown = rss_bytes() - std::min(rss_bytes(), rss_before);
+  EXPECT_LT(grown, size_t{64} << 20) << "2,000 unused tables must not be resident";
+  tables.clear();
+  EXPECT_EQ(FlowTable::totals().tables, before.tables);
+  EXPECT_EQ(FlowTable::totals().reserved_bytes, before.reserved_bytes);
 }
 
 }  // namespace

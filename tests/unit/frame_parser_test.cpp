@@ -317,8 +317,8 @@ TEST(FrameParser, FastPathAgreesWithTheGeneralWalk) {
     // from garbage, so a field the parser forgets to write shows.
     ParsedFrame fast, general;
     std::memset(static_cast<void*>(&fast), 0xa5, sizeof fast);
-    parse_frame_into(buf.get(), uint32_t(n), fast);
-    parse_frame_general(buf.get(), uint32_t(n), general);
+    parse_frame_into(buf.get(), uint32_t(n), uint32_t(n), fast);
+    parse_frame_general(buf.get(), uint32_t(n), uint32_t(n), general);
     expect_same_parse(fast, general, "round " + std::to_string(round));
     fast_taken += edits == 0 && n == f.size();
     if (HasFailure()) break;

@@ -28,19 +28,51 @@ TEST(LimiterProfile, AcceptsTheWholeDocumentedRange) {
 
 TEST(LimiterProfile, RateIsExactToOnePartIn10k) {
   for (Rate r : {pps(1), pps(999'983), pps(800'000'000), bits_per_sec(400'000'000'000ull),
-                 bits_per_sec(2'500'000'000ull), bits_per_sec(1)}) {
+                 bits_per_sec(2'500'000'000ull), bits_per_sec(1), pps(123'456'789),
+                 bits_per_sec(9'999'999'999ull), bits_per_sec(399'999'999'999ull)}) {
     uint64_t burst = r.unit == CostUnit::packets ? 1 : 64;
     auto p = make_rate_profile(r, burst);
     ASSERT_TRUE(p.ok()) << p.error().message;
     uint64_t cost = r.unit == CostUnit::packets ? 1 : 64;
-    double exact_u = double(cost) * 1e9 / r.tokens_per_sec() * double(1ull << p->time_shift);
+    double exact_u = double(cost) * 1e9 / r.tokens_per_sec() * double(p->time_mult);
     double ours_u = double(sl_cost_u(&*p, cost));
     EXPECT_GE(ours_u, exact_u - 1e-9) << format_rate(r);  // never under-charges
     EXPECT_LT((ours_u - exact_u) / exact_u, 1e-4) << format_rate(r);
-    double exact_burst_u = double(burst) * 1e9 / r.tokens_per_sec() * double(1ull << p->time_shift);
-    EXPECT_LE(double(p->burst_u), exact_burst_u + 1e-6);  // never over-fills
-    EXPECT_LT((exact_burst_u - double(p->burst_u)) / exact_burst_u, 1e-4);
+    double exact_burst_u = double(burst) * 1e9 / r.tokens_per_sec() * double(p->time_mult);
+    // Never holds more than B tokens as they are charged, and within 1e-4 of the exact fill.
+    EXPECT_LE(p->burst_u, sl_cost_u(&*p, burst)) << format_rate(r);
+    EXPECT_LT(std::abs(exact_burst_u - double(p->burst_u)) / exact_burst_u, 1e-4);
   }
+}
+
+// Rates stated with few significant digits get a time unit in which a token's interval is
+// whole: nothing is rounded (10 Gbit/s: a byte is 4/5 ns, 4 units of 1/5 ns).
+TEST(LimiterProfile, RoundRatesGetExactProfiles) {
+  struct Case {
+    Rate rate;
+    uint32_t mult;
+    uint64_t units_per_token;
+  };
+  for (const Case& c : {Case{bits_per_sec(10'000'000'000ull), 5, 4},
+                        Case{bits_per_sec(400'000'000'000ull), 50, 1},
+                        Case{bits_per_sec(1'000'000'000ull), 1, 8},
+                        Case{bits_per_sec(2'500'000'000ull), 5, 16},
+                        Case{pps(800'000'000), 4, 5}, Case{pps(3), 3, 1'000'000'000},
+                        Case{pps(7, 3), 7, 3'000'000'000}, Case{bits_per_sec(1), 1, 8'000'000'000}}) {
+    auto p = make_rate_profile(c.rate, c.rate.unit == CostUnit::packets ? 1 : 1500);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    EXPECT_EQ(p->time_mult, c.mult) << format_rate(c.rate);
+    if ((c.mult & (c.mult - 1)) == 0) {
+      EXPECT_EQ(1u << p->time_shift, c.mult);  // the shaper shifts
+    }
+    EXPECT_EQ(p->interval_fp, c.units_per_token << SL_INTERVAL_FRAC_BITS) << format_rate(c.rate);
+    EXPECT_EQ(p->burst_u, p->burst_tokens * c.units_per_token) << format_rate(c.rate);
+  }
+  // Many significant digits: a power-of-two unit with fraction bits (the fallback).
+  auto odd = make_rate_profile(bits_per_sec(9'999'999'999ull), 1500);
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(odd->time_mult, 1u << odd->time_shift);
+  EXPECT_NE(odd->interval_fp % (1u << SL_INTERVAL_FRAC_BITS), 0u);
 }
 
 TEST(LimiterProfile, RejectsWhatCannotBeRepresented) {
@@ -48,7 +80,9 @@ TEST(LimiterProfile, RejectsWhatCannotBeRepresented) {
   EXPECT_NE(err(make_rate_profile(pps(0), 1)).find("positive"), std::string::npos);
   EXPECT_NE(err(make_rate_profile(pps(10), 0)).find("at least 1 packet"), std::string::npos);
   EXPECT_NE(err(make_rate_profile(bits_per_sec(8000), 63)).find("64 bytes"), std::string::npos);
-  EXPECT_NE(err(make_rate_profile(pps(10'000'000'000ull), 1)).find("exact"), std::string::npos);
+  // A rate above the range whose interval is no whole number of units (a round one, such as
+  // 10 Gpps, is exact at 1/10 ns and has no precision to lose).
+  EXPECT_NE(err(make_rate_profile(pps(9'999'999'999ull), 1)).find("exact"), std::string::npos);
   EXPECT_NE(err(make_rate_profile(pps(1), 10'000'000)).find("too long"), std::string::npos);
   EXPECT_NE(err(make_shaper_profile(pps(10), 1, 0)).find("max-delay"), std::string::npos);
   EXPECT_NE(err(make_trtcm_profile(pps(10), 1, pps(5), 1)).find("PIR >= CIR"), std::string::npos);

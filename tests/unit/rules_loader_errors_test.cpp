@@ -38,7 +38,7 @@ TEST_P(RulesLoaderError, ReportsFileLineAndReason) {
 
 const ErrorCase kErrorCases[] = {
     // The document.
-    {"yaml_syntax", "rules:\n  - name: a\n\trate: 1pps\n", 3, "YAML syntax error: illegal tab"},
+    {"yaml_syntax", "rules:\n  - name: a\n\trate: 1pps\n", 3, "YAML syntax error: found a tab character"},
     {"yaml_bad_indent", "rules:\n  - name: a\n    rate: 1pps\n   burst: 5\n", 4,
      "YAML syntax error"},
     {"empty_file", "", 1, "empty rules file"},

@@ -148,6 +148,39 @@ TEST_F(SluicectlCli, BadUsageIsExit2WithTheReason) {
   EXPECT_NE(help.out.find("usage: sluicectl"), std::string::npos);
 }
 
+TEST_F(SluicectlCli, EmptyAndOverLongPathsAreBadUsage) {
+  const std::string long_path = "/tmp/" + std::string(103, 'a');  // 108 bytes: one too many
+  const struct {
+    std::vector<std::string> args;
+    const char* says;
+  } cases[] = {
+      {{"--socket", "", "stats"}, "--socket needs a non-empty value"},
+      {{"--socket", long_path, "stats"}, "a socket path must be 1 to 107 bytes long"},
+      {{"--xdp", "", "stats"}, "--xdp needs a non-empty value"},
+      {{"--xdp", "an-interface-name", "stats"}, "an interface name is at most 15 bytes long"},
+      {{"config", "save", ""}, "config save: the file name is empty"},
+  };
+  for (const auto& c : cases) {
+    Exit r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.says << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(SluicectlCli, ConfigSaveRefusesASymlinkBeforeAskingSluiced) {
+  std::ofstream(path("target")) << "keep";
+  fs::create_symlink(path("target"), path("link.yaml"));
+  // No sluiced listens: the refusal comes first, as bad usage.
+  Exit r = run({"--socket", path("s.sock"), "config", "save", path("link.yaml")});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(path("link.yaml") + ": is a symbolic link"), std::string::npos) << r.err;
+  std::ifstream in(path("target"));
+  std::string kept;
+  in >> kept;
+  EXPECT_EQ(kept, "keep");
+  EXPECT_TRUE(fs::is_symlink(path("link.yaml")));
+}
+
 TEST_F(SluicectlCli, NoSluicedListeningIsExit1SayingWhere) {
   Exit r = run({"--socket", path("s.sock"), "stats"});
   EXPECT_EQ(r.code, 1);

@@ -1,0 +1,75 @@
+// A lookup from a key (an address, a port, a VLAN id) to the value of the interval holding it,
+// over sorted disjoint intervals covering the whole key space. The classifier turns each match
+// field into one: nested prefixes become the disjoint intervals between their boundaries, so a
+// longest-prefix match is "the last interval starting at or below the key".
+//
+// The search is a direct index on the key's top bits (about one bucket per interval, at most
+// 2^16 buckets), then a binary search inside the bucket: a table of n intervals costs ~4n
+// bytes of index, and a lookup reads the bucket and, for most keys, one or two starts.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace sluice {
+
+template <class Key, unsigned kKeyBits>
+class IntervalIndex {
+ public:
+  // (start, value), sorted by start, the first starting at 0. Neighbours of equal value merge.
+  void build(const std::vector<std::pair<Key, uint32_t>>& intervals) {
+    starts_.clear();
+    values_.clear();
+    for (const auto& [start, value] : intervals) {
+      if (!values_.empty() && values_.back() == value) continue;
+      starts_.push_back(start);
+      values_.push_back(value);
+    }
+    if (starts_.empty()) starts_.push_back(0), values_.push_back(0);
+    unsigned bits = 1;
+    while (bits < 16 && bits < kKeyBits && (size_t{1} << bits) < starts_.size()) ++bits;
+    shift_ = kKeyBits - bits;
+    const size_t nbuckets = size_t{1} << bits;
+    buckets_.assign(nbuckets + 1, 0);
+    size_t at = 0;  // the last interval starting at or below bucket j's first key
+    for (size_t j = 0; j < nbuckets; ++j) {
+      const Key first = Key(j) << shift_;
+      while (at + 1 < starts_.size() && starts_[at + 1] <= first) ++at;
+      buckets_[j] = uint32_t(at);
+    }
+    buckets_[nbuckets] = uint32_t(starts_.size() - 1);
+  }
+
+  uint32_t lookup(Key key) const {
+    const size_t j = size_t(key >> shift_);
+    const uint32_t first = buckets_[j];
+    // The last start <= key among [first, last]: a branchless halving (the keys are random,
+    // so a compare-and-branch would mispredict on every other step).
+    const Key* base = starts_.data() + first;
+    uint32_t len = buckets_[j + 1] - first + 1;
+    while (len > 1) {
+      const uint32_t half = len / 2;
+      base = base[half] <= key ? base + half : base;
+      len -= half;
+    }
+    return values_[size_t(base - starts_.data())];
+  }
+
+  // Every key gives the same value (then the caller may skip the lookup).
+  bool uniform() const { return values_.size() == 1; }
+  uint32_t first_value() const { return values_.front(); }
+  size_t interval_count() const { return starts_.size(); }
+  size_t memory_bytes() const {
+    return starts_.capacity() * sizeof(Key) + (values_.capacity() + buckets_.capacity()) * 4;
+  }
+
+ private:
+  std::vector<Key> starts_;
+  std::vector<uint32_t> values_;
+  std::vector<uint32_t> buckets_;
+  unsigned shift_ = kKeyBits - 1;
+};
+
+}  // namespace sluice

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# libFuzzer campaigns for the targets in tests/fuzz (see docs/FUZZING.md).
+#   scripts/fuzz.sh TARGET [SECONDS]   one target, as long as asked (default: until stopped)
+#   scripts/fuzz.sh --all SECONDS      every target in turn, SECONDS each
+#   scripts/fuzz.sh --list             the targets
+# TARGET is a name such as frame_parser (tests/fuzz/fuzz_frame_parser.cpp). The targets are
+# built with clang in a build directory of their own, build-fuzz (FUZZ_BUILD_DIR), with
+# ASan+UBSan. Each run starts from the committed seeds (tests/fuzz/corpus/TARGET) plus what
+# earlier runs found (build-fuzz/corpus/TARGET, never the tree); a crashing input lands in
+# build-fuzz/artifacts/TARGET/. Extra arguments after -- go to libFuzzer. Exit status: 0 if no
+# target crashed.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
+
+targets() {
+  local f
+  for f in "$root"/tests/fuzz/fuzz_*.cpp; do
+    f=${f##*/fuzz_}
+    echo "${f%.cpp}"
+  done
+}
+
+usage() {
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+setup() {
+  if [ ! -f "$build/build.ninja" ]; then
+    # -Dwerror=false: clang warns where g++ does not (the default build keeps -Werror).
+    CC=clang CXX=clang++ meson setup "$build" --buildtype=debugoptimized -Dfuzz=enabled -Dwerror=false \
+      -Dtests=disabled -Ddpdk=disabled -Db_lundef=false >/dev/null
+  fi
+}
+
+# run TARGET SECONDS [libFuzzer args...]
+run() {
+  local target=$1 seconds=$2
+  shift 2
+  if ! targets | grep -qx "$target"; then
+    echo "fuzz.sh: no target '$target' (scripts/fuzz.sh --list)" >&2
+    return 2
+  fi
+  ninja -C "$build" "tests/fuzz/fuzz_$target" >/dev/null
+  local work="$build/corpus/$target" artifacts="$build/artifacts/$target"
+  mkdir -p "$work" "$artifacts"
+  local time_args=()
+  if [ "$seconds" != 0 ]; then time_args=(-max_total_time="$seconds"); fi
+  echo "=== fuzz $target ${seconds}s ==="
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+    "$build/tests/fuzz/fuzz_$target" "${time_args[@]}" -print_final_stats=1 -timeout=25 \
+      -rss_limit_mb=2048 -artifact_prefix="$artifacts/" "$@" \
+      "$work" "$root/tests/fuzz/corpus/$target"
+}
+
+[ $# -ge 1 ] || usage
+case $1 in
+  --list) targets ;;
+  --all)
+    [ $# -ge 2 ] || usage
+    seconds=$2
+    shift 2
+    [ "${1:-}" != -- ] || shift
+    setup
+    status=0
+    for t in $(targets); do run "$t" "$seconds" "$@" || status=1; done
+    exit $status
+    ;;
+  -*) usage ;;
+  *)
+    target=$1 seconds=${2:-0}
+    shift $(($# >= 2 ? 2 : 1))
+    [ "${1:-}" != -- ] || shift
+    setup
+    run "$target" "$seconds" "$@"
+    ;;
+esac

@@ -1,0 +1,57 @@
+// libFuzzer target: the capture reader (libpcap underneath) on arbitrary file contents. The
+// bytes are handed over as a file (a memfd, no disk), read to the end or to the first error,
+// and every packet it returns must be within the snap length it promised.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "replay/pcap_io.hpp"
+
+using namespace sluice;
+
+namespace {
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "fuzz_pcap_reader: %s\n", what);
+    std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  int fd = memfd_create("fuzz.pcap", 0);
+  if (fd < 0) return 0;
+  for (size_t done = 0; done < size;) {
+    ssize_t n = write(fd, data + done, size - done);
+    if (n <= 0) {
+      close(fd);
+      return 0;
+    }
+    done += size_t(n);
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  auto reader = PcapReader::open(path);
+  if (reader) {
+    PcapPacket pkt;
+    for (uint64_t i = 0; i < 100000; ++i) {
+      auto more = (*reader)->next(&pkt);
+      if (!more) {
+        check(!more.error().message.empty(), "an error without a message");
+        break;
+      }
+      if (!*more) break;
+      check(pkt.data.size() <= PcapWriter::kSnapLen, "a record longer than any snap length");
+      check((*reader)->records_read() == i + 1, "records_read does not count records");
+    }
+  } else {
+    check(!reader.error().message.empty(), "an open error without a message");
+  }
+  close(fd);
+  return 0;
+}

@@ -1,0 +1,106 @@
+// The flow-table memory a rule set needs (memory_budget.hpp), worked out before allocating:
+// checked against real FlowTables' sizes and against the example in the brief of `config check`.
+#include "memory_budget.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "flow_table.hpp"
+#include "rules_loader.hpp"
+
+namespace sluice {
+namespace {
+
+TEST(MemoryBudget, MatchesRealFlowTables) {
+  for (uint64_t capacity : {1ull, 3ull, 4ull, 5ull, 1000ull, 65536ull, 100001ull}) {
+    for (unsigned words : {1u, 2u}) {
+      FlowTable t(capacity, 0, 1'000'000, words);
+      EXPECT_EQ(flow_table_bytes(capacity, words), t.memory_bytes() - sizeof(FlowTable))
+          << capacity << " flows, " << words << " words";
+    }
+  }
+}
+
+TEST(MemoryBudget, BytesPerFlow) {
+  // flow_table.hpp: 32 bytes a flow, 48 with a meter's two words; whole sets of 8 slots.
+  EXPECT_EQ(flow_table_bytes(65536, 1), 65536u * 32);
+  EXPECT_EQ(flow_table_bytes(65536, 2), 65536u * 48);
+  EXPECT_EQ(flow_table_bytes(1, 1), 128u);  // one set
+  EXPECT_EQ(flow_table_bytes(kMaxFlowsPerRule, 2), uint64_t{12} << 30);
+  EXPECT_EQ(flow_table_bytes(UINT64_MAX, 2), UINT64_MAX);  // saturates, never wraps
+}
+
+RuleSet load(const std::string& text) {
+  Result<RuleSet> r = load_rules_text(text, "rules.yaml");
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return r.ok() ? *r : RuleSet{};
+}
+
+TEST(MemoryBudget, ThreeKeyedRulesAtTheDefault) {
+  RuleSet rs = load(
+      "rules:\n"
+      "  - {name: a, key: src-ip, rate: 10pps, burst: 5}\n"
+      "  - {name: b, key: dst-ip, rate: 10pps, burst: 5}\n"
+      "  - {name: c, key: 5-tuple, rate: 10pps, burst: 5}\n"
+      "  - {name: d, key: none, rate: 10pps, burst: 5}\n");
+  FlowMemory m = flow_table_memory(rs, 65536);
+  EXPECT_EQ(m.flows, 196608u);
+  EXPECT_EQ(m.bytes, uint64_t{6} << 20);
+  EXPECT_EQ(format_memory_size(m.bytes), "6.0 MiB");
+}
+
+TEST(MemoryBudget, MaxFlowsMetersAndTheDefault) {
+  RuleSet rs = load(
+      "rules:\n"
+      "  - {name: a, key: src-ip, rate: 10pps, burst: 5, max-flows: 1000}\n"
+      "  - {name: m, key: src-ip, algorithm: srtcm, rate: 10pps, burst: 5}\n"
+      "  - {name: w, key: src-ip, algorithm: fixed-window, window: 1s, limit: 5}\n");
+  FlowMemory m = flow_table_memory(rs, 4096);
+  EXPECT_EQ(m.flows, 1000u + 4096 + 4096);
+  EXPECT_EQ(m.bytes, 1000u * 32 + 4096 * 48 + 4096 * 32);
+  EXPECT_EQ(flow_table_memory(RuleSet{}, 4096).bytes, 0u);
+}
+
+TEST(MemoryBudget, AFileAtEveryLimitFitsInSixtyFourBits) {
+  RuleSet rs;
+  Rule r;
+  r.key = KeyMode::src_ip;
+  r.algorithm = Algorithm::srtcm;
+  r.max_flows = kMaxFlowsPerRule;
+  rs.rules.assign(kMaxRules, r);
+  FlowMemory m = flow_table_memory(rs, 65536);
+  EXPECT_EQ(m.flows, uint64_t{kMaxRules} * kMaxFlowsPerRule);
+  EXPECT_EQ(m.bytes, uint64_t{kMaxRules} * (uint64_t{12} << 30));
+}
+
+TEST(MemoryBudget, RefusesMoreThanIsAvailableWithBothFigures) {
+  RuleSet rs = load("rules:\n  - {name: a, key: src-ip, rate: 10pps, burst: 5}\n");
+  EXPECT_TRUE(check_flow_memory(rs, 65536, uint64_t{2} << 20).ok());
+  Status s = check_flow_memory(rs, 65536, (uint64_t{2} << 20) - 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            "flow tables need 2.0 MiB (2097152 bytes) for 65536 flows, more than the 2.0 MiB "
+            "(2097151 bytes) of memory available; lower max-flows or --flows");
+}
+
+TEST(MemoryBudget, ReadsMemAvailable) {
+  const char* meminfo =
+      "MemTotal:       24576000 kB\nMemFree:         1000000 kB\n"
+      "MemAvailable:   20000000 kB\nBuffers:          100 kB\n";
+  EXPECT_EQ(parse_mem_available(meminfo), uint64_t{20000000} * 1024);
+  EXPECT_EQ(parse_mem_available("MemTotal: 5 kB\n"), std::nullopt);
+  EXPECT_EQ(parse_mem_available("MemAvailable: lots\n"), std::nullopt);
+  EXPECT_EQ(parse_mem_available("MemAvailable: 5 MB\n"), std::nullopt);
+  EXPECT_EQ(parse_mem_available(""), std::nullopt);
+}
+
+TEST(MemoryBudget, FormatsSizes) {
+  EXPECT_EQ(format_memory_size(512), "512 B");
+  EXPECT_EQ(format_memory_size(1536), "1.5 KiB");
+  EXPECT_EQ(format_memory_size(uint64_t{3} << 30), "3.0 GiB");
+  EXPECT_EQ(format_memory_size(uint64_t{768} << 40), "768.0 TiB");
+}
+
+}  // namespace
+}  // namespace sluice
