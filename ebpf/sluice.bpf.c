@@ -56,6 +56,7 @@ SL_ARRAY(sl_dport_bits, SL_XDP_BANKS * SL_XDP_MAX_PORT_RANGES, struct sl_rule_bi
 /* every id: its entry of MatchTables::vlan, or vlan_other */
 SL_ARRAY(sl_vlan_bits, SL_XDP_BANKS * SL_XDP_VLAN_IDS, struct sl_rule_bits);
 SL_ARRAY(sl_misc_bits, SL_XDP_BANKS * SL_BITS_COUNT, struct sl_rule_bits);
+SL_ARRAY(sl_rules_text, 1, struct sl_rules_text); /* user space only (sluice_abi.h) */
 /* by state slot, not by bank: a kept rule's aggregate carries over */
 SL_ARRAY(sl_aggregates, SL_XDP_STATE_SLOTS, struct sl_bucket);
 

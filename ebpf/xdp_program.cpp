@@ -13,6 +13,7 @@
 #include <ctime>
 #include <string>
 
+#include "../dataplane/core/rules_loader.hpp"
 #include "sluice.skel.h"
 #include "xdp_match_maps.hpp"
 #include "xdp_rule_swap.hpp"
@@ -50,12 +51,68 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::load(const LoadOptions& opts) {
   return std::unique_ptr<XdpProgram>(new XdpProgram(skel, opts));
 }
 
+Result<std::unique_ptr<XdpProgram>> XdpProgram::open_pinned(const std::string& dir) {
+  sluice_bpf* skel = sluice_bpf__open();
+  if (!skel) return os_error("opening the XDP program", errno);
+  auto fail = [&](const Error& e) -> Result<std::unique_ptr<XdpProgram>> {
+    sluice_bpf__destroy(skel);
+    return e;
+  };
+  bpf_map* map;
+  bpf_object__for_each_map(map, skel->obj) {
+    if (bpf_map__is_internal(map)) continue;
+    const std::string path = dir + "/" + bpf_map__name(map);
+    const int fd = bpf_obj_get(path.c_str());
+    if (fd < 0) return fail(os_error(path + " (is sluice attached there?)", errno));
+    const int err = bpf_map__reuse_fd(map, fd);  // dups fd
+    close(fd);
+    if (err) return fail(os_error("reusing " + path, err));
+  }
+  std::unique_ptr<XdpProgram> prog(new XdpProgram(skel, LoadOptions{}));
+  prog->maps_only_ = true;
+  if (Status s = prog->read_back_rules(); !s) return s.error();
+  return prog;
+}
+
+Status XdpProgram::read_back_rules() {
+  auto cfg = read_config();
+  if (!cfg) return cfg.error();
+  const uint32_t bank = cfg->active_bank % SL_XDP_BANKS, zero = 0;
+  sl_xdp_bank b{};
+  if (int err = bpf_map__lookup_elem(skel_->maps.sl_banks, &bank, sizeof(bank), &b, sizeof(b), 0))
+    return os_error("reading the XDP bank", err);
+  auto text = std::make_unique<sl_rules_text>();
+  if (int err = bpf_map__lookup_elem(skel_->maps.sl_rules_text, &zero, sizeof(zero), text.get(),
+                                     sizeof(*text), 0))
+    return os_error("reading the XDP rules text", err);
+  if (text->len > SL_XDP_RULES_TEXT_MAX) return make_error("the XDP rules text is corrupt");
+  auto rules = load_rules_text(std::string(text->text, text->len), "(running XDP rules)");
+  if (!rules) return rules.error();
+  if (rules->rules.size() != b.rule_count)
+    return make_error("the XDP rules text does not match the running rule set");
+  std::vector<sl_xdp_rule> entries(b.rule_count);
+  for (uint32_t i = 0; i < b.rule_count; ++i) {
+    const uint32_t key = bank * SL_XDP_MAX_RULES + i;
+    if (int err = bpf_map__lookup_elem(skel_->maps.sl_rules, &key, sizeof(key), &entries[i],
+                                       sizeof(sl_xdp_rule), 0))
+      return os_error("reading the XDP rules", err);
+  }
+  rules_ = std::move(*rules);
+  entries_ = std::move(entries);
+  generation_ = cfg->generation;
+  return Ok{};
+}
+
 XdpProgram::~XdpProgram() {
   (void)detach();
   sluice_bpf__destroy(skel_);
 }
 
-int XdpProgram::prog_fd() const { return bpf_program__fd(skel_->progs.sluice_xdp); }
+void XdpProgram::keep_attached() { attached_ifindex_ = 0; }
+
+int XdpProgram::prog_fd() const {
+  return maps_only_ ? -1 : bpf_program__fd(skel_->progs.sluice_xdp);
+}
 
 Result<sl_xdp_config> XdpProgram::read_config() const {
   sl_xdp_config cfg{};
@@ -133,6 +190,12 @@ static void wait_for_readers() {
 Status XdpProgram::set_rules(const RuleSet& rules) {
   auto compiled = compile_xdp_rules(rules, opts_.stale_read_tolerance_ns);
   if (!compiled) return compiled.error();
+  auto text = std::make_unique<sl_rules_text>();
+  const std::string yaml = dump_rules_yaml(rules);
+  if (yaml.size() > SL_XDP_RULES_TEXT_MAX)
+    return make_error("the rules file is too large for the XDP backend (over 1 MiB as YAML)");
+  text->len = uint32_t(yaml.size());
+  std::memcpy(text->text, yaml.data(), yaml.size());
   auto cfg = read_config();
   if (!cfg) return cfg.error();
   const uint32_t bank = (cfg->active_bank + 1) % SL_XDP_BANKS;  // the one nobody reads
@@ -157,10 +220,15 @@ Status XdpProgram::set_rules(const RuleSet& rules) {
   if (!now_cfg) return now_cfg.error();
   sl_xdp_config next_cfg = *now_cfg;
   next_cfg.active_bank = bank;
+  next_cfg.generation += 1;
   const uint32_t zero = 0;
   if (Status s = put(skel_->maps.sl_config, zero, next_cfg, "sl_config"); !s) return s;
   rules_ = rules;
   entries_ = plan.rules;
+  generation_ = next_cfg.generation;
+  if (int err = bpf_map__update_elem(skel_->maps.sl_rules_text, &zero, sizeof(zero), text.get(),
+                                     sizeof(*text), BPF_ANY))
+    return os_error("XDP map sl_rules_text", err);
 
   // 3. Once no run reads the old bank: kept rules' buckets into their new profiles (a bucket
   // not yet converted is still read under its old ones), removed rules' flows dropped.
@@ -194,6 +262,7 @@ Status XdpProgram::set_test_now(uint64_t now_ns) {
 
 Result<XdpProgram::RunResult> XdpProgram::test_run(const uint8_t* frame, uint32_t len,
                                                    uint32_t repeat) {
+  if (maps_only_) return make_error("no XDP program here: the maps were opened from their pins");
   RunResult out;
   out.frame.resize(len + 256);  // room in case a future action grows the frame
   LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_out = out.frame.data(),
@@ -234,6 +303,7 @@ Result<WorkerCounters> XdpProgram::counters() const {
 }
 
 Status XdpProgram::attach(int ifindex, AttachMode mode) {
+  if (maps_only_) return make_error("no XDP program here: the maps were opened from their pins");
   if (attached_ifindex_ != 0) return make_error("the XDP program is already attached");
   const uint32_t flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
                          (mode == AttachMode::native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
@@ -249,6 +319,15 @@ Status XdpProgram::attach(int ifindex, AttachMode mode) {
 
 Status XdpProgram::detach() {
   if (attached_ifindex_ == 0) return Ok{};
+  // Already detached by someone else (sluicectl xdp detach through the pins): nothing to do.
+  uint32_t attached_id = 0;
+  bpf_prog_info info{};
+  uint32_t info_len = sizeof(info);
+  if (bpf_xdp_query_id(attached_ifindex_, int(attached_flags_), &attached_id) == 0 &&
+      bpf_obj_get_info_by_fd(prog_fd(), &info, &info_len) == 0 && attached_id != info.id) {
+    attached_ifindex_ = 0;
+    return Ok{};
+  }
   LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = prog_fd());
   // XDP_FLAGS_REPLACE with old_prog_fd: detaches only if our program is still the one there.
   int err = bpf_xdp_detach(attached_ifindex_, attached_flags_ | XDP_FLAGS_REPLACE, &opts);
@@ -274,7 +353,8 @@ void XdpProgram::unpin_maps(const std::string& dir) {
   bpf_map* map;
   bpf_object__for_each_map(map, skel_->obj) {
     if (bpf_map__is_internal(map)) continue;
-    (void)bpf_map__unpin(map, (dir + "/" + bpf_map__name(map)).c_str());
+    // unlink, not bpf_map__unpin: a map reused from a pin has no pin path of its own in libbpf
+    (void)unlink((dir + "/" + bpf_map__name(map)).c_str());
   }
 }
 

@@ -172,7 +172,7 @@ struct sl_xdp_rule {
 /* Map sl_config, key 0. */
 struct sl_xdp_config {
   sl_u32 active_bank; /* the rule set packets see; one write switches it */
-  sl_u32 reserved;
+  sl_u32 generation;  /* rule sets applied so far (sluicectl's "only if still at G") */
   sl_u64 test_now_ns; /* now_ns when the program was loaded with sl_test_clock on */
 };
 
@@ -201,6 +201,16 @@ struct sl_bucket {
   sl_u64 w1;                 /* meters: sl_meter_state.e1 */
   sl_u64 last_seen_ns;       /* flows: the last packet's now_ns, for the idle timeout */
   sl_u64 gen;                /* the rule generation whose profiles wrote w0, w1 */
+};
+
+/* Map sl_rules_text, key 0: the running rule set as a rules file (dump_rules_yaml), written
+ * by the loader after each switch, so that a later process opening the pinned maps (sluicectl
+ * --xdp) knows the names and fields the state slots belong to. Not read by the program. */
+#define SL_XDP_RULES_TEXT_MAX ((1u << 20) - 8)
+struct sl_rules_text {
+  sl_u32 len;
+  sl_u32 reserved;
+  char text[SL_XDP_RULES_TEXT_MAX];
 };
 
 /* Map sl_counters (per-CPU array): index sl_counter_index(state slot or SL_XDP_DEFAULT_SLOT,
