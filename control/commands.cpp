@@ -1,48 +1,20 @@
 #include "commands.hpp"
 
-#include <charconv>
 #include <chrono>
 #include <thread>
 
+#include "command_parts.hpp"
 #include "counters_json.hpp"
 #include "memory_budget.hpp"
 #include "output_file.hpp"
 #include "pipeline.hpp"
 #include "rule_listing.hpp"
 #include "rules_loader.hpp"
+#include "stats_rates.hpp"
 
 namespace sluice::ctl {
 
 namespace {
-
-Error usage_error(CommandContext& c, std::string message) {
-  *c.failure = Failure::usage;
-  return make_error(std::move(message));
-}
-
-Error runtime_error(CommandContext& c, const Error& e) {
-  *c.failure = Failure::runtime;
-  return e;
-}
-
-void print(CommandContext& c, const std::string& text) {
-  std::fputs(text.c_str(), c.out);
-  std::fflush(c.out);
-}
-
-// "--watch 0.5": seconds as a decimal, at least 1 ms.
-bool parse_seconds(const std::string& s, std::chrono::milliseconds* out) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || !(v >= 0.001) || v > 86400) return false;
-  *out = std::chrono::milliseconds(static_cast<int64_t>(v * 1000));
-  return true;
-}
-
-bool parse_count(const std::string& s, uint64_t* out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size() && *out != 0;
-}
 
 // The live dataplane's counters outside the rules, under the rules table, names as in the
 // report: "dataplane: rx_packets 10  tx_packets 9  ...".
@@ -62,69 +34,74 @@ std::string stats_json(const CountersSnapshot& snap) {
   return counters_to_json(snap, {{"dataplane", object + "}"}});
 }
 
-Status run_stats(CommandContext& c) {
-  bool json = false, watch = false;
-  auto interval = std::chrono::milliseconds(1000);
-  uint64_t count = 0;  // 0: until interrupted
-  for (size_t i = 0; i < c.args.size(); ++i) {
-    const std::string& a = c.args[i];
-    if (a == "--json") {
-      json = true;
-    } else if (a == "--watch") {
-      watch = true;
-      if (i + 1 < c.args.size() && c.args[i + 1].rfind("--", 0) != 0 &&
-          !parse_seconds(c.args[++i], &interval))
-        return usage_error(c, "stats --watch: not a number of seconds (0.001 to 86400): " + c.args[i]);
-    } else if (a == "--count") {
-      if (i + 1 >= c.args.size() || !parse_count(c.args[++i], &count))
-        return usage_error(c, "stats --count: needs a number of reports above 0");
-    } else {
-      return usage_error(c, "stats: unknown argument " + a);
-    }
-  }
-  if (count != 0 && !watch) return usage_error(c, "stats --count: only with --watch");
-  if (!watch) count = 1;
+void declare_stats(CLI::App& sub, CommandArgs& a) {
+  sub.add_flag("--json", a.json, "the counters as REPORT.json holds them");
+  sub.add_option("--watch", a.watch_seconds,
+                 "report every SECONDS (default 1), with the rates per second since the last")
+      ->expected(0, 1)
+      ->default_str("1")
+      ->check(CLI::Range(0.001, 86400.0));
+  sub.add_option("--count", a.count, "with --watch: stop after N reports")
+      ->check(CLI::Range(uint64_t{1}, ~uint64_t{0}));
+}
+
+Answer<Ok> run_stats(CommandContext& c) {
+  const CommandArgs& a = *c.args;
+  const bool watch = a.watch_seconds > 0;
+  if (a.count != 0 && !watch) return usage_error("stats --count: only with --watch");
+  const auto interval = std::chrono::milliseconds(int64_t(a.watch_seconds * 1000));
+  const uint64_t count = watch ? a.count : 1;  // 0: until interrupted
+  std::optional<CountersSnapshot> last;
+  auto last_at = std::chrono::steady_clock::now();
   for (uint64_t n = 0; count == 0 || n < count; ++n) {
     if (n != 0) std::this_thread::sleep_for(interval);
     auto snap = c.backend->stats();
-    if (!snap) return runtime_error(c, snap.error());
-    print(c, json ? stats_json(*snap)
-                  : counters_to_table(*snap) + dataplane_line(*snap) + (watch ? "\n" : ""));
+    if (!snap) return failed(snap);
+    const auto at = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(at - last_at).count();
+    if (a.json) {
+      print(c, stats_json(*snap.value));
+    } else {
+      std::string text = counters_to_table(*snap.value) + dataplane_line(*snap.value);
+      if (watch && last) text += rates_table(*last, *snap.value, seconds);
+      print(c, text + (watch ? "\n" : ""));
+    }
+    last = *snap.value;
+    last_at = at;
   }
   return Ok{};
 }
 
-Result<RuleSet> running_rules(CommandContext& c) {
+Answer<Ok> run_rule_list(CommandContext& c) {
   auto rules = c.backend->rules();
-  if (!rules) return runtime_error(c, rules.error());
-  return rules;
-}
-
-Status run_rule_list(CommandContext& c) {
-  if (!c.args.empty()) return usage_error(c, "rule list: takes no arguments");
-  auto rules = running_rules(c);
-  if (!rules) return rules.error();
-  print(c, rule_listing(*rules));
+  if (!rules) return failed(rules);
+  print(c, rule_listing(*rules.value));
   return Ok{};
 }
 
-Status run_rule_show(CommandContext& c) {
-  if (c.args.size() != 1) return usage_error(c, "rule show: needs one rule name");
-  auto rules = running_rules(c);
-  if (!rules) return rules.error();
-  for (const Rule& r : rules->rules) {
-    if (r.name == c.args[0]) {
+void declare_name(CLI::App& sub, CommandArgs& a) {
+  sub.add_option("NAME", a.name, "the rule's name")->required();
+}
+
+void declare_file(CLI::App& sub, CommandArgs& a) {
+  sub.add_option("FILE", a.file, "a rules file")->required();
+}
+
+Answer<Ok> run_rule_show(CommandContext& c) {
+  auto rules = c.backend->rules();
+  if (!rules) return failed(rules);
+  for (const Rule& r : rules.value->rules) {
+    if (r.name == c.args->name) {
       print(c, dump_rule_yaml(r));
       return Ok{};
     }
   }
-  return usage_error(c, "rule show: no rule named \"" + c.args[0] + "\"");
+  return usage_error("rule show: no rule named \"" + c.args->name + "\"");
 }
 
-Status run_config_check(CommandContext& c) {
-  if (c.args.size() != 1) return usage_error(c, "config check: needs one rules file");
-  auto rules = load_rules_file(c.args[0]);
-  if (!rules) return usage_error(c, rules.error().message);
+Answer<Ok> run_config_check(CommandContext& c) {
+  auto rules = load_rules_file(c.args->file);
+  if (!rules) return usage_error(rules.error().message);
   // The flow tables sluiced would allocate at its default capacity (it may be given another
   // with --flows), so that an operator can compare them with the machine's memory first.
   const uint64_t per_rule = PipelineOptions{}.default_max_flows;
@@ -134,92 +111,126 @@ Status run_config_check(CommandContext& c) {
                                             std::to_string(mem.flows) + " flows (" +
                                             std::to_string(per_rule) +
                                             " per keyed rule without max-flows)";
-  print(c, c.args[0] + ": ok, " + std::to_string(rules->rules.size()) + " rule(s), default " +
+  print(c, c.args->file + ": ok, " + std::to_string(rules->rules.size()) + " rule(s), default " +
                format_action(rules->default_action) + "; " + tables + "\n");
   return Ok{};
 }
 
-Status run_config_save(CommandContext& c) {
-  if (c.args.size() != 1) return usage_error(c, "config save: needs one file to write");
-  if (c.args[0].empty()) return usage_error(c, "config save: the file name is empty");
+Answer<Ok> run_config_save(CommandContext& c) {
+  if (c.args->file.empty()) return usage_error("config save: the file name is empty");
   // A link, directory or device the file must not replace: refused before asking sluiced.
-  if (Status s = check_outputs({}, {{"config save", c.args[0]}}); !s)
-    return usage_error(c, s.error().message);
-  auto rules = running_rules(c);
-  if (!rules) return rules.error();
-  if (Status s = write_file_atomically(c.args[0], dump_rules_yaml(*rules)); !s)
-    return runtime_error(c, s.error());
-  print(c, c.args[0] + ": saved " + std::to_string(rules->rules.size()) + " rule(s)\n");
+  if (Status s = check_outputs({}, {{"config save", c.args->file}}); !s)
+    return usage_error(s.error().message);
+  auto rules = c.backend->rules();
+  if (!rules) return failed(rules);
+  if (Status s = write_file_atomically(c.args->file, dump_rules_yaml(*rules.value)); !s)
+    return Answer<Ok>(s.error());
+  print(c, c.args->file + ": saved " + std::to_string(rules.value->rules.size()) + " rule(s)\n");
   return Ok{};
 }
 
-constexpr const char* kNotYet =
-    "not available in this build: sluiced's rules change only by restarting it with another "
-    "--config";
+void declare_iface(CLI::App& sub, CommandArgs& a) {
+  sub.add_option("IFACE", a.name, "the network interface")->required();
+}
+
+void declare_xdp_attach(CLI::App& sub, CommandArgs& a) {
+  declare_iface(sub, a);
+  sub.add_option("--mode", a.by, "native or skb")->check(CLI::IsMember({"native", "skb"}));
+}
+
+void declare_nothing(CLI::App&, CommandArgs&) {}
+
+constexpr const char* kNoXdp = "not available in this build: the XDP backend is not built";
 
 }  // namespace
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
-      {{"stats"}, "[--json] [--watch [SECONDS] [--count N]]",
-       "the counters of every rule, the default and the ports", true, run_stats},
-      {{"rule", "list"}, "", "the running rules, one line each", true, run_rule_list},
-      {{"rule", "show"}, "NAME", "one running rule, as in a rules file", true, run_rule_show},
-      {{"config", "check"}, "FILE", "validates a rules file (no backend needed)", false,
+      {{"stats"}, "the counters of every rule, the default and the ports", true, declare_stats,
+       run_stats},
+      {{"rule", "list"}, "the running rules, one line each", true, declare_nothing, run_rule_list},
+      {{"rule", "show"}, "one running rule, as in a rules file", true, declare_name, run_rule_show},
+      {{"rule", "add"}, "adds the rules of FILE (- for stdin) to the running ones", true,
+       declare_rule_add, run_rule_add},
+      {{"rule", "set"}, "changes fields of a running rule (buckets kept where SPEC §4 says)",
+       true, declare_rule_set, run_rule_set},
+      {{"rule", "del"}, "removes a running rule", true, declare_rule_del, run_rule_del},
+      {{"config", "check"}, "validates a rules file (no backend needed)", false, declare_file,
        run_config_check},
-      {{"config", "save"}, "FILE", "writes the running rules as a rules file", true,
+      {{"config", "save"}, "writes the running rules as a rules file", true, declare_file,
        run_config_save},
-      {{"rule", "add"}, "...", kNotYet, true, nullptr},
-      {{"rule", "set"}, "...", kNotYet, true, nullptr},
-      {{"rule", "del"}, "...", kNotYet, true, nullptr},
-      {{"config", "load"}, "FILE", kNotYet, true, nullptr},
-      {{"flows", "top"}, "N", "not available in this build", true, nullptr},
-      {{"xdp", "attach"}, "IFACE", "not available in this build: the XDP backend is not built",
-       false, nullptr},
-      {{"xdp", "detach"}, "IFACE", "not available in this build: the XDP backend is not built",
-       false, nullptr},
+      {{"config", "load"}, "runs the rules of FILE instead, all or nothing", true,
+       declare_config_load, run_config_load},
+      {{"config", "diff"}, "what config load FILE would change, rule by rule", true,
+       declare_config_diff, run_config_diff},
+      {{"flows", "top"}, "the N busiest flows now, with their rates", true, declare_flows_top,
+       run_flows_top},
+      {{"xdp", "attach"}, kNoXdp, false, declare_xdp_attach, nullptr},
+      {{"xdp", "detach"}, kNoXdp, false, declare_iface, nullptr},
   };
   return table;
 }
 
-std::string command_name(const Command& c) {
-  std::string name;
-  for (const std::string& w : c.words) name += (name.empty() ? "" : " ") + w;
-  return name;
-}
-
-const Command* find_command(const std::vector<std::string>& words, size_t* name_words) {
-  for (const Command& c : commands()) {
-    if (words.size() < c.words.size()) continue;
-    bool match = true;
-    for (size_t i = 0; i < c.words.size(); ++i) match = match && words[i] == c.words[i];
-    if (match) {
-      *name_words = c.words.size();
-      return &c;
+std::string command_word_error(const std::vector<std::string>& args) {
+  std::vector<std::string> words;
+  for (size_t i = 0; i < args.size() && words.size() < 2; ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help" || a == "--help-all") return "";
+    if (a.rfind("-", 0) == 0) {
+      if (words.empty() && (a == "--socket" || a == "--xdp")) {
+        if (i + 1 == args.size()) return "";  // CLI11 says it needs a value
+        ++i;                                  // its value
+      }
+      if (words.empty()) continue;
+      break;  // the command's own options
     }
+    words.push_back(a);
   }
-  return nullptr;
+  if (words.empty()) return "no command (sluicectl --help lists them)";
+  std::string group_commands;
+  for (const Command& c : commands()) {
+    if (c.words[0] != words[0]) continue;
+    if (c.words.size() == 1) return "";
+    if (words.size() == 2 && c.words[1] == words[1]) return "";
+    group_commands += (group_commands.empty() ? "" : ", ") + c.words[1];
+  }
+  if (group_commands.empty()) return "unknown command \"" + words[0] + "\" (sluicectl --help lists them)";
+  if (words.size() == 1) return words[0] + ": needs a command: " + group_commands;
+  return "unknown command \"" + words[0] + " " + words[1] + "\" (" + words[0] + " takes " +
+         group_commands + ")";
 }
 
-std::string usage_text() {
-  std::string out =
-      "usage: sluicectl [--socket SOCK | --xdp IFACE] COMMAND\n"
-      "  --socket SOCK   a running sluiced's control socket (sluiced ... -- --control SOCK);\n"
-      "                  default " + std::string(kDefaultSocket) + "\n"
-      "  --xdp IFACE     the XDP backend on IFACE (not available in this build)\n"
-      "commands:\n";
+std::unique_ptr<Cli> make_cli() {
+  auto cli = std::make_unique<Cli>();
+  CLI::App& app = cli->app;
+  app.footer(
+      "exit codes: 0 success, 1 runtime failure (no sluiced listening, it cannot do it, the rules "
+      "changed meanwhile), 2 bad usage or invalid input (rules errors as FILE:LINE)");
+  app.add_option("--socket", cli->backend.socket_path,
+                 "a running sluiced's control socket (sluiced ... -- --control SOCK)")
+      ->default_str(kDefaultSocket);
+  app.add_option("--xdp", cli->backend.xdp_iface, "the XDP backend on IFACE (not available in this build)");
+  app.require_subcommand(1);
+  std::map<std::string, CLI::App*> groups;
   for (const Command& c : commands()) {
-    if (c.run == nullptr) continue;
-    out += "  " + command_name(c) + (c.usage.empty() ? "" : " " + c.usage) + "\n      " + c.summary + "\n";
+    CLI::App* parent = &app;
+    if (c.words.size() == 2) {
+      CLI::App*& g = groups[c.words[0]];
+      if (g == nullptr) {
+        g = app.add_subcommand(c.words[0], c.words[0] + " commands");
+        g->require_subcommand(1);
+      }
+      parent = g;
+    }
+    CLI::App* sub = parent->add_subcommand(c.words.back(), c.summary);
+    c.declare(*sub, cli->args);
+    sub->final_callback([raw = cli.get(), cmd = &c] { raw->chosen = cmd; });
   }
-  std::string missing;
-  for (const Command& c : commands()) {
-    if (c.run != nullptr) continue;
-    missing += (missing.empty() ? "" : ", ") + command_name(c);
-  }
-  out += "not available in this build: " + missing + "\n" +
-         "exit codes: 0 success, 1 runtime failure, 2 bad usage or invalid input\n";
-  return out;
+  groups["rule"]->description("the running rules: list, show, add, set, del");
+  groups["config"]->description("rules files: check, save, load, diff");
+  groups["flows"]->description("the busiest flows: top");
+  groups["xdp"]->description("the XDP backend: attach, detach (not available in this build)");
+  return cli;
 }
 
 }  // namespace sluice::ctl

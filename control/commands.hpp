@@ -1,48 +1,66 @@
-// sluicectl's subcommands (SPEC §1): a table of them, each with the words that name it, its
-// usage line and whether it needs a backend. main() parses the global options, finds the
-// command here and turns its Result into an exit code.
+// sluicectl's subcommands (SPEC §1), from one table: each entry names its words, says what it
+// does, declares its options and arguments on its CLI11 subcommand (which generates its
+// parsing and --help) and runs against a Backend. main() builds the CLI, parses, makes the
+// backend the global options choose (backend_factory.hpp) and turns the Answer into an exit
+// code.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend.hpp"
-#include "result.hpp"
+#include "backend_factory.hpp"
 
 namespace sluice::ctl {
 
-// Where sluicectl looks for sluiced without --socket.
-constexpr const char* kDefaultSocket = "/run/sluice/sluiced.sock";
-
-// Which exit code an error deserves (SPEC §1): 2 for bad usage or invalid input, 1 otherwise.
-enum class Failure { usage, runtime };
+// Every value a command's options may set (one struct: CLI11 binds to its fields).
+struct CommandArgs {
+  std::string file, name, before, rule, by = "pps";
+  bool json = false;
+  double watch_seconds = 0;  // 0: no --watch
+  uint64_t count = 0;        // stats --count; flows top N
+  std::optional<uint64_t> expect_generation;
+  // rule set
+  std::string rate, burst, action, parent, max_flows, idle_timeout, max_delay;
+  std::vector<std::string> set_fields, unset_fields;
+};
 
 struct CommandContext {
-  std::vector<std::string> args;     // the words after the command's name
-  Backend* backend = nullptr;        // null for commands that need none
+  const CommandArgs* args = nullptr;
+  Backend* backend = nullptr;  // null for commands that need none
   std::FILE* out = stdout;
-  Failure* failure = nullptr;        // set alongside an error
+  std::FILE* in = stdin;  // `rule add -`
 };
+
+using CommandRun = Answer<Ok> (*)(CommandContext&);
 
 struct Command {
   std::vector<std::string> words;  // {"rule", "list"}
-  std::string usage;               // the arguments after the words
   std::string summary;
   bool needs_backend = true;
-  // Empty: not available in this build (the summary says why); refused with exit 2.
-  Status (*run)(CommandContext&) = nullptr;
+  // Declares the options and arguments on `sub`, bound to `args`.
+  void (*declare)(CLI::App& sub, CommandArgs& args) = nullptr;
+  CommandRun run = nullptr;  // null: not available in this build (the summary says why)
 };
 
 const std::vector<Command>& commands();
 
-// "rule list"
-std::string command_name(const Command& c);
+// sluicectl's whole command line: global options, then one subcommand per table entry.
+struct Cli {
+  CLI::App app{"sluicectl: control a running sluice dataplane (SPEC §1)", "sluicectl"};
+  BackendChoice backend;
+  CommandArgs args;
+  const Command* chosen = nullptr;  // after a successful parse
+};
+std::unique_ptr<Cli> make_cli();
 
-// The command `words` start with, and how many words its name takes; null if none.
-const Command* find_command(const std::vector<std::string>& words, size_t* name_words);
-
-std::string usage_text();
+// What is wrong with the command words of `args` (argv without the program), if anything:
+// an unknown command, or a group ("rule") without one of its commands. CLI11 would only
+// say "A subcommand is required". Empty when the words name a command (or --help is asked).
+std::string command_word_error(const std::vector<std::string>& args);
 
 }  // namespace sluice::ctl

@@ -3,14 +3,11 @@
 #include <net/if.h>
 #include <sys/un.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
-#include "socket_backend.hpp"
 
 namespace {
 
@@ -21,74 +18,71 @@ constexpr int kExitUsage = 2;
 constexpr size_t kMaxSocketPathBytes = sizeof(sockaddr_un::sun_path) - 1;
 constexpr size_t kMaxInterfaceNameBytes = IFNAMSIZ - 1;
 
-int usage_failure(const std::string& message) {
-  std::fprintf(stderr, "sluicectl: %s\n%s", message.c_str(), sluice::ctl::usage_text().c_str());
-  return kExitUsage;
+// What is wrong with the global options' values, if anything.
+std::string backend_choice_error(const sluice::ctl::Cli& cli) {
+  const std::string& socket = cli.backend.socket_path;
+  const std::string& xdp = cli.backend.xdp_iface;
+  if (socket.empty()) return "--socket needs a non-empty value";
+  if (socket.size() > kMaxSocketPathBytes)
+    return "--socket " + socket + ": a socket path must be 1 to " +
+           std::to_string(kMaxSocketPathBytes) + " bytes long";
+  if (cli.app.count("--xdp") != 0 && xdp.empty()) return "--xdp needs a non-empty value";
+  if (xdp.size() > kMaxInterfaceNameBytes)
+    return "--xdp " + xdp + ": an interface name is at most " +
+           std::to_string(kMaxInterfaceNameBytes) + " bytes long";
+  return "";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace sluice::ctl;
-  std::vector<std::string> words(argv + 1, argv + argc);
-  std::string socket_path = kDefaultSocket, xdp_iface;
-  size_t i = 0;
-  for (; i < words.size() && words[i].rfind("-", 0) == 0; ++i) {
-    const std::string& opt = words[i];
-    if (opt == "-h" || opt == "--help") {
-      std::fputs(usage_text().c_str(), stdout);
-      return kExitOk;
-    }
-    if ((opt == "--socket" || opt == "--xdp") && i + 1 < words.size()) {
-      const std::string& value = words[++i];
-      if (value.empty()) return usage_failure(opt + " needs a non-empty value");
-      if (opt == "--socket" && value.size() > kMaxSocketPathBytes)
-        return usage_failure("--socket " + value + ": a socket path must be 1 to " +
-                             std::to_string(kMaxSocketPathBytes) + " bytes long");
-      if (opt == "--xdp" && value.size() > kMaxInterfaceNameBytes)
-        return usage_failure("--xdp " + value + ": an interface name is at most " +
-                             std::to_string(kMaxInterfaceNameBytes) + " bytes long");
-      (opt == "--socket" ? socket_path : xdp_iface) = value;
-      continue;
-    }
-    if (opt == "--socket" || opt == "--xdp") return usage_failure(opt + " needs a value");
-    return usage_failure("unknown option " + opt);
+  auto cli = make_cli();
+  if (const std::string why = command_word_error({argv + 1, argv + argc}); !why.empty()) {
+    std::fprintf(stderr, "sluicectl: %s\n", why.c_str());
+    return kExitUsage;
   }
-  words.erase(words.begin(), words.begin() + long(i));
-  if (words.empty()) return usage_failure("no command");
-  if (words[0] == "help") {
-    std::fputs(usage_text().c_str(), stdout);
-    return kExitOk;
+  try {
+    cli->app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return cli->app.exit(e) == 0 ? kExitOk : kExitUsage;
+  } catch (const CLI::CallForAllHelp& e) {
+    return cli->app.exit(e) == 0 ? kExitOk : kExitUsage;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "sluicectl: %s\nRun with --help for more information.\n", e.what());
+    return kExitUsage;
   }
-
-  size_t name_words = 0;
-  const Command* command = find_command(words, &name_words);
+  if (const std::string why = backend_choice_error(*cli); !why.empty()) {
+    std::fprintf(stderr, "sluicectl: %s\n", why.c_str());
+    return kExitUsage;
+  }
+  const Command* command = cli->chosen;
+  if (command == nullptr) {
+    std::fprintf(stderr, "sluicectl: no command\n");
+    return kExitUsage;
+  }
   std::string name;
-  for (size_t w = 0; w < std::min(words.size(), size_t(2)); ++w) name += (w ? " " : "") + words[w];
-  if (command == nullptr) return usage_failure("unknown command \"" + name + "\"");
-  name = command_name(*command);
+  for (const std::string& w : command->words) name += (name.empty() ? "" : " ") + w;
   if (command->run == nullptr) {
     std::fprintf(stderr, "sluicectl: %s: %s\n", name.c_str(), command->summary.c_str());
     return kExitUsage;
   }
-
   std::unique_ptr<Backend> backend;
   if (command->needs_backend) {
-    if (!xdp_iface.empty()) {
-      std::fprintf(stderr, "sluicectl: --xdp %s: the XDP backend is not available in this build\n",
-                   xdp_iface.c_str());
-      return kExitUsage;
+    auto made = make_backend(cli->backend);
+    if (!made) {
+      std::fprintf(stderr, "sluicectl: %s\n", made.value.error().message.c_str());
+      return made.failure == Failure::usage ? kExitUsage : kExitRuntime;
     }
-    backend = std::make_unique<SocketBackend>(socket_path);
+    backend = std::move(made.value).value();
   }
-  Failure failure = Failure::runtime;
   CommandContext context;
-  context.args.assign(words.begin() + long(name_words), words.end());
+  context.args = &cli->args;
   context.backend = backend.get();
-  context.failure = &failure;
-  if (sluice::Status s = command->run(context); !s) {
-    std::fprintf(stderr, "sluicectl: %s\n", s.error().message.c_str());
-    return failure == Failure::usage ? kExitUsage : kExitRuntime;
+  auto done = command->run(context);
+  if (!done) {
+    std::fprintf(stderr, "sluicectl: %s\n", done.value.error().message.c_str());
+    return done.failure == Failure::usage ? kExitUsage : kExitRuntime;
   }
   return kExitOk;
 }

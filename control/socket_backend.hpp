@@ -1,21 +1,35 @@
-// The Backend of a running sluiced, over its control socket (control_protocol.hpp).
+// The Backend of a running sluiced, over its control socket: one connection per call, one
+// request and its reply in the control protocol v2 (docs/CONTROL.md).
 #pragma once
 
 #include <string>
 
 #include "backend.hpp"
+#include "control_messages.hpp"
 
 namespace sluice::ctl {
 
 class SocketBackend final : public Backend {
  public:
   explicit SocketBackend(std::string path) : path_(std::move(path)) {}
-  Result<CountersSnapshot> stats() override;
-  Result<RuleSet> rules() override;
+  Answer<CountersSnapshot> stats() override;
+  Answer<RuleSet> rules() override;
+  Answer<AppliedChange> add_rules(const std::string& text, const std::string& filename,
+                                  const std::string& before, const WriteOptions& w) override;
+  Answer<AppliedChange> set_rule(const std::string& name,
+                                 const std::map<std::string, std::optional<std::string>>& fields,
+                                 const WriteOptions& w) override;
+  Answer<AppliedChange> delete_rule(const std::string& name, const WriteOptions& w) override;
+  Answer<AppliedChange> load_config(const std::string& text, const std::string& filename,
+                                    const WriteOptions& w) override;
+  Answer<RulesDiff> diff_config(const std::string& text, const std::string& filename) override;
+  Answer<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) override;
 
  private:
-  // Sends one request line and returns the reply's body (or the server's error).
-  Result<std::string> ask(std::string_view request) const;
+  // Sends `request` and returns the result object of its reply, or the server's error with
+  // the exit class its kind deserves.
+  Answer<nlohmann::json> ask(wire::Request request, int timeout_ms) const;
+  Answer<AppliedChange> write(wire::Request request, const WriteOptions& w) const;
   std::string path_;
 };
 

@@ -2,17 +2,18 @@
 
 #include <sys/un.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
-#include <optional>
 
 namespace sluice {
 
 namespace {
 
-// Splits "--name=value" / "--name value" options. `known` lists the names that take a value,
-// `flags` those that take none ("--help" always is one).
+// "--name=value" / "--name value" options, parsed by CLI11: `known` lists the names that
+// take a value, `flags` those that take none ("--help" / "-h" always is one). The values are
+// validated by the callers, which know each one's range and say it in their messages.
 struct OptionList {
   std::map<std::string, std::string> values;
   std::map<std::string, bool> flags;
@@ -23,36 +24,35 @@ Result<OptionList> parse_options(const std::vector<std::string>& args,
                                  const std::vector<std::string>& known,
                                  const std::vector<std::string>& flags = {}) {
   OptionList out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      out.help = true;
-      continue;
-    }
-    bool is_flag = false;
-    for (const std::string& f : flags) is_flag |= a == "--" + f;
-    if (is_flag) {
-      out.flags[a.substr(2)] = true;
-      continue;
-    }
-    if (a.rfind("--", 0) != 0) return make_error("unexpected argument '" + a + "'");
-    std::string name = a.substr(2);
-    std::optional<std::string> value;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    }
-    bool is_known = false;
-    for (const std::string& k : known) is_known |= k == name;
-    if (!is_known) return make_error("unknown option '--" + name + "'");
-    if (!value) {
-      if (i + 1 >= args.size()) return make_error("option '--" + name + "' needs a value");
-      value = args[++i];
-    }
-    if (value->empty()) return make_error("option '--" + name + "' needs a non-empty value");
-    if (out.values.count(name) != 0) return make_error("option '--" + name + "' given twice");
-    out.values[name] = *value;
+  CLI::App app;
+  app.set_help_flag();  // ours below: help is a mode, not an exit from inside the parser
+  app.add_flag("-h,--help", out.help);
+  std::map<std::string, CLI::Option*> options;
+  for (const std::string& k : known) options[k] = app.add_option("--" + k, out.values[k]);
+  std::map<std::string, bool> flag_values;
+  for (const std::string& f : flags) app.add_flag("--" + f, flag_values[f]);
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11 takes them reversed
+  } catch (const CLI::ArgumentMismatch& e) {
+    // A value option given twice, or given no value.
+    for (const auto& [name, opt] : options)
+      if (std::string(e.what()).find("--" + name) != std::string::npos)
+        return make_error(opt->count() > 1 ? "option '--" + name + "' given twice"
+                                           : "option '--" + name + "' needs a value");
+    return make_error(e.what());
+  } catch (const CLI::ParseError& e) {
+    return make_error(e.what());
   }
+  for (auto it = out.values.begin(); it != out.values.end();) {
+    if (options[it->first]->count() == 0) {
+      it = out.values.erase(it);
+      continue;
+    }
+    if (it->second.empty()) return make_error("option '--" + it->first + "' needs a non-empty value");
+    ++it;
+  }
+  for (const auto& [f, set] : flag_values)
+    if (set) out.flags[f] = true;
   return out;
 }
 

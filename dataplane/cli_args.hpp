@@ -3,7 +3,7 @@
 //           [--mbufs N] [--control SOCK] [--metrics HOST:PORT]
 //   sluiced --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml
 //           [--hash-seed N] [--stats]
-// Parsing only: no file is opened here. Options take "--name value" or "--name=value".
+// Parsing only (CLI11): no file is opened here. Options take "--name value" or "--name=value".
 #pragma once
 
 #include <cstdint>

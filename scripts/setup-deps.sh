@@ -10,9 +10,10 @@ packages=(
   libclang-rt-14-dev  # libFuzzer for tests/fuzz (only Recommended by clang-14)
   # libraries
   libyaml-dev libpcap-dev libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcpp-httplib-dev libcli11-dev
   libdpdk-dev dpdk dpdk-dev dpdk-doc libbpf-dev libxdp-dev libelf-dev zlib1g-dev bpftool
   # test and demo tools
-  iproute2 python3 procps
+  iproute2 python3 procps prometheus socat
   # installing as a service: manual pages, bash completion, unit checks, the Debian package
   scdoc bash-completion man-db systemd libcap2-bin debhelper dpkg-dev lintian
 )

@@ -75,7 +75,7 @@ setup_build build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef
 # TSan's shadow memory needs a fixed layout: run without address-space randomisation.
 build "TSan" build-tsan && run_tests "TSan" build-tsan --timeout-multiplier 4 \
   --wrapper "setarch $(uname -m) -R" limiter_concurrency flow_table pipeline \
-  counters_handoff control_socket metrics
+  counters_handoff rules_swap control_socket metrics
 
 echo "=== Debian package ==="
 if deb=$(scripts/package.sh build-deb | tail -1) && tests/install/package_check.sh "$deb"; then

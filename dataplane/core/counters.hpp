@@ -48,12 +48,20 @@ struct TrafficCounters {
   TrafficCounters& operator+=(const TrafficCounters& other);
 };
 
-// One worker's counters: index i < rule count is rule i, the last entry is the default.
+// One worker's counters, indexed by counter slot: a rule's slot is stable for as long as the
+// rule keeps its state (rules_snapshot.hpp), whatever moves around it. For the rule set a
+// pipeline starts with, rule i has slot i and the default slot `rule count`; rules added
+// later get slots past those (or slots of removed rules, once no worker counts into them).
 struct WorkerCounters {
   std::vector<TrafficCounters> per_rule;
-  explicit WorkerCounters(size_t rule_count = 0) : per_rule(rule_count + 1) {}
-  TrafficCounters& rule(size_t i) { return per_rule[i]; }
-  TrafficCounters& default_rule() { return per_rule.back(); }
+  uint32_t default_slot = 0;
+  // The rules snapshot these counters are laid out for (Pipeline::enter() adopts a newer one).
+  uint64_t generation = 0;
+  explicit WorkerCounters(size_t rule_count = 0)
+      : per_rule(rule_count + 1), default_slot(uint32_t(rule_count)) {}
+  TrafficCounters& rule(size_t slot) { return per_rule[slot]; }
+  TrafficCounters& default_rule() { return per_rule[default_slot]; }
+  const TrafficCounters& default_rule() const { return per_rule[default_slot]; }
 };
 
 struct RuleSnapshot {
@@ -80,6 +88,9 @@ struct NamedCounter {
 
 struct CountersSnapshot {
   std::vector<RuleSnapshot> rules;
+  // Rules removed while running (live control), with their final counters: the most recent
+  // removals, newest last (docs/SEMANTICS.md "Changing rules while traffic flows").
+  std::vector<RuleSnapshot> removed;
   RuleSnapshot default_rule;  // name "default"
   std::vector<PortSnapshot> ports;
   std::vector<NamedCounter> dataplane;  // live mode only: for sluicectl and --metrics

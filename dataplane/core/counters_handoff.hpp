@@ -8,7 +8,7 @@
 // boundary with a copy of all its counters, taken by the only thread that writes them.
 //
 // Cost to the worker: one load per loop while nobody asks; one copy of the counters
-// (~180 bytes a rule) per answer. Pure: no clock, no waiting; the caller waits as it sees fit.
+// (~180 bytes a rule) per answer; after a rules change that added counter slots, one resize. Pure: no clock, no waiting; the caller waits as it sees fit.
 //
 // One reader at a time (the control thread). Sequence: ask(); poll answered() until true or
 // the caller gives up; then read answer(). After giving up, ask() again before the next read:
@@ -25,15 +25,18 @@ namespace sluice {
 
 class CountersHandoff {
  public:
-  // `shape`: counters of the worker's size (the copy never allocates after this).
+  // `shape`: counters of the worker's size (the copy allocates only if they grow later).
   explicit CountersHandoff(const WorkerCounters& shape) : answer_(shape) {}
 
-  // Worker, between bursts: copies `live` (the counters of `shape`'s size) if asked since the
-  // last answer.
-  void serve(const WorkerCounters& live) noexcept {
+  // Worker, between bursts: copies `live` if asked since the last answer. Allocates only when
+  // `live` grew since the last copy (a rules change added counter slots).
+  void serve(const WorkerCounters& live) {
     const uint64_t asked = asked_.load(std::memory_order_acquire);
     if (asked == served_local_) return;
+    if (answer_.per_rule.size() != live.per_rule.size()) answer_.per_rule.resize(live.per_rule.size());
     std::copy(live.per_rule.begin(), live.per_rule.end(), answer_.per_rule.begin());
+    answer_.default_slot = live.default_slot;
+    answer_.generation = live.generation;
     served_local_ = asked;
     // Release: the copy above is visible to whoever reads this number.
     served_.store(asked, std::memory_order_release);

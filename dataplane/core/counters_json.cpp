@@ -81,6 +81,16 @@ std::string counters_to_json(const CountersSnapshot& s, const std::vector<JsonMe
   RuleSnapshot def = s.default_rule;
   if (def.name.empty()) def.name = "default";
   append_rule(out, def, "");
+  if (!s.removed.empty()) {
+    // Only after live rules changes (never in a replay): rules removed while running, with
+    // their final counters.
+    out += ",\n  \"removed\": [";
+    for (size_t i = 0; i < s.removed.size(); ++i) {
+      out += i == 0 ? "\n" : ",\n";
+      append_rule(out, s.removed[i], "    ");
+    }
+    out += "\n  ]";
+  }
   if (!s.ports.empty()) {
     out += ",\n  \"ports\": [";
     for (size_t i = 0; i < s.ports.size(); ++i) {

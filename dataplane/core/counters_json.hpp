@@ -12,7 +12,9 @@ namespace sluice {
 
 // {"rules": [{"name": ..., "<outcome>_packets": ..., "<outcome>_bytes": ..., ...,
 //   "active_flows": ..., "flows_evicted": ...}], "default": {...same keys...},
-//  "ports": [...]}  ("ports" only when the snapshot has any). Ends with a newline.
+//  "removed": [...same as rules...], "ports": [...]}  ("removed": rules removed while
+// running, only when there are any; "ports" only when the snapshot has any). Ends with a
+// newline.
 std::string counters_to_json(const CountersSnapshot& snapshot);
 
 // A top-level member added after those above (live mode's "dataplane"): its key and its value,

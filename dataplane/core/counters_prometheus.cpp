@@ -94,7 +94,11 @@ std::string counters_to_prometheus(const CountersSnapshot& s) {
     }
   }
   for (const NamedCounter& c : s.dataplane) {
-    const std::string name = "sluice_dataplane_" + c.name + (c.gauge ? "" : "_total");
+    // A gauge must not end in _total (promtool): the pool's "mbufs_total" is its capacity.
+    std::string base = c.name;
+    if (c.gauge && base.size() > 6 && base.compare(base.size() - 6, 6, "_total") == 0)
+      base.replace(base.size() - 6, 6, "_capacity");
+    const std::string name = "sluice_dataplane_" + base + (c.gauge ? "" : "_total");
     family(out, name.c_str(), c.gauge ? "gauge" : "counter",
            "The live dataplane, outside the rules (REPORT.json \"dataplane\").");
     sample(out, name, "", c.value);

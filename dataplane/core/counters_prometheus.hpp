@@ -8,7 +8,9 @@
 //   sluice_port_rx_packets_total{port="0"} N                and rx_bytes, tx_packets,
 //                                                           tx_bytes, missed_packets
 //   sluice_dataplane_NAME_total N / sluice_dataplane_NAME N CountersSnapshot::dataplane
-//                                                           (counters / gauges), live only
+//                                                           (counters / gauges), live only;
+//                                                           a gauge X_total is served as
+//                                                           X_capacity (promtool forbids it)
 //
 // The default action's counters carry rule="default", as in REPORT.json and telemetry.
 #pragma once

@@ -4,161 +4,46 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <type_traits>
 
-#include "classifier.hpp"
 #include "flow_key.hpp"
-#include "flow_table.hpp"
 #include "frame.hpp"
 #include "frame_rewrite.hpp"
-#include "limiter_profile.hpp"
-#include "limiters.hpp"
+#include "rules_snapshot.hpp"
+#include "rules_snapshot_build.hpp"
 
 namespace sluice {
 namespace {
 
-// Deepest parent chain a packet is charged along (the loader rejects cycles; this bounds
-// the per-packet work and the refund list).
-constexpr size_t kMaxChain = 8;
-
-// A rule compiled for the hot path: its profile, and where its bucket words live.
-struct CompiledRule {
-  const Rule* rule = nullptr;
-  sl_rate_profile rate{};
-  sl_shaper_profile shaper{};
-  sl_meter_profile meter{};
-  sl_window_profile window{};
-  std::unique_ptr<FlowTable> flows;  // keyed rules; null for key: none
-  FlowHashFn hash_fn = nullptr;      // the key mode's hash, the mode's switch folded away
-  // key: none - one aggregate bucket shared by every worker (16-aligned for meters). It
-  // starts full at its first packet's time, which only then is known.
-  alignas(64) std::atomic<uint64_t> aggregate[2] = {};
-  mutable std::atomic<int> aggregate_ready{0};  // 0 untouched, 1 initialising, 2 ready
-  std::array<int, kMaxChain> chain{};  // this rule, then its parents
-  size_t chain_len = 0;
-  Sharing sharing = Sharing::shared;
-  // An aggregate policer (key: none, token-bucket / gcra / window) with no parent and no
-  // child: all of a burst's packets for it can be decided with one charge of its word, in
-  // the same order and with the same results as one by one, since no other packet of the
-  // burst touches that word.
-  bool burstable = false;
-  // A policer (token-bucket / gcra / window) without a parent: one bucket to charge and
-  // nothing to refund, so finish() takes a short path for it.
-  bool lone_policer = false;
-
-  uint64_t cost(uint32_t frame_len) const {
-    return rule->cost_unit() == CostUnit::packets ? 1 : uint64_t(frame_len) + rule->overhead_bytes;
-  }
-
-  void init_state(std::atomic<uint64_t>* w, uint64_t now_ns) const {
-    switch (rule->algorithm) {
-      case Algorithm::token_bucket:
-        w[0].store(sl_tb_init(&rate, now_ns), std::memory_order_relaxed);
-        break;
-      case Algorithm::gcra:
-        w[0].store(sl_gcra_init(&rate, now_ns), std::memory_order_relaxed);
-        break;
-      case Algorithm::leaky_bucket:
-        w[0].store(sl_gcra_init(&shaper.rate, now_ns), std::memory_order_relaxed);
-        break;
-      case Algorithm::srtcm:
-      case Algorithm::trtcm: {
-        sl_meter_state st;
-        if (rule->algorithm == Algorithm::srtcm) sl_srtcm_init(&meter, now_ns, &st);
-        else sl_trtcm_init(&meter, now_ns, &st);
-        w[0].store(st.e0, std::memory_order_relaxed);
-        w[1].store(st.e1, std::memory_order_relaxed);
-        break;
-      }
-      case Algorithm::fixed_window:
-        w[0].store(sl_fixed_window_init(&window, now_ns), std::memory_order_relaxed);
-        break;
-      case Algorithm::sliding_window:
-        w[0].store(sl_sliding_window_init(&window, now_ns), std::memory_order_relaxed);
-        break;
-    }
-  }
-
-  // Policers and windows: true if conforming (and charged).
-  [[gnu::always_inline]] bool police(std::atomic<uint64_t>& w, uint64_t now_ns, uint64_t c) const {
-    switch (rule->algorithm) {
-      case Algorithm::token_bucket: return token_bucket_charge(rate, w, now_ns, c, sharing);
-      case Algorithm::gcra: return gcra_charge(rate, w, now_ns, c, sharing);
-      case Algorithm::fixed_window: return fixed_window_charge(window, w, now_ns, c, sharing);
-      case Algorithm::sliding_window: return sliding_window_charge(window, w, now_ns, c, sharing);
-      default: return false;
-    }
-  }
-
-  // Burst policing (burstable rules): bit i of the result set if packet i conforms.
-  uint64_t police_burst(std::atomic<uint64_t>& w, uint64_t now_ns, const uint64_t* costs,
-                        uint32_t n) const {
-    switch (rule->algorithm) {
-      case Algorithm::token_bucket: return token_bucket_charge_burst(rate, w, now_ns, costs, n, sharing);
-      case Algorithm::gcra: return gcra_charge_burst(rate, w, now_ns, costs, n, sharing);
-      case Algorithm::fixed_window: return fixed_window_charge_burst(window, w, now_ns, costs, n, sharing);
-      case Algorithm::sliding_window:
-        return sliding_window_charge_burst(window, w, now_ns, costs, n, sharing);
-      default: return 0;
-    }
-  }
-
-  void refund(std::atomic<uint64_t>& w, uint64_t now_ns, uint64_t c) const {
-    switch (rule->algorithm) {
-      case Algorithm::token_bucket: return token_bucket_refund(rate, w, now_ns, c, sharing);
-      case Algorithm::gcra: return gcra_refund(rate, w, now_ns, c, sharing);
-      case Algorithm::leaky_bucket: return shaper_refund(shaper, w, c, sharing);
-      case Algorithm::fixed_window: return fixed_window_refund(window, w, now_ns, c, sharing);
-      case Algorithm::sliding_window: return sliding_window_refund(window, w, now_ns, c, sharing);
-      default: return;
-    }
-  }
+// What the first stage of a packet's processing learns: its parse, its rule and, for a
+// keyed rule, its flow hash (with the flow's set already being fetched).
+struct Classified {
+  ParsedFrame pf;
+  int rule = -1;
+  uint64_t flow_hash = 0;
+  // Set by process_burst for packets of a burstable rule: already charged (1: conformed,
+  // 0: refused); -1: finish() charges the packet itself.
+  int8_t decided = -1;
 };
 
-// The algorithms CompiledRule::police() and police_burst() decide: a yes/no on one word.
-bool is_policer(Algorithm a) {
-  return a == Algorithm::token_bucket || a == Algorithm::gcra || a == Algorithm::fixed_window ||
-         a == Algorithm::sliding_window;
-}
+// The hot path over one snapshot: everything a packet needs, nothing that changes.
+struct Run {
+  const RulesSnapshot& s;
 
-Status compile_profile(CompiledRule& cr) {
-  const Rule& r = *cr.rule;
-  auto take = [](auto result, auto& into) -> Status {
-    if (!result) return result.error();
-    into = *result;
-    return Ok{};
-  };
-  switch (r.algorithm) {
-    case Algorithm::token_bucket:
-    case Algorithm::gcra:
-      return take(make_rate_profile(r.rate, r.burst), cr.rate);
-    case Algorithm::leaky_bucket:
-      return take(make_shaper_profile(r.rate, r.burst, r.max_delay_ns), cr.shaper);
-    case Algorithm::srtcm:
-      return take(make_srtcm_profile(r.rate, r.burst, r.excess_burst), cr.meter);
-    case Algorithm::trtcm:
-      return take(make_trtcm_profile(r.rate, r.burst, r.peak_rate, r.peak_burst), cr.meter);
-    case Algorithm::fixed_window:
-    case Algorithm::sliding_window:
-      return take(make_window_profile(r.window_ns, r.limit,
-                                      r.algorithm == Algorithm::sliding_window),
-                  cr.window);
+  static std::atomic<uint64_t>* aggregate_state(const CompiledRule& cr, uint64_t now_ns) {
+    RuleState& st = *cr.state;
+    if (st.aggregate_ready.load(std::memory_order_acquire) == 2) return st.aggregate;
+    int expected = 0;
+    if (st.aggregate_ready.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+      cr.init_state(st.aggregate, now_ns);
+      st.aggregate_ready.store(2, std::memory_order_release);
+    }
+    // Another worker is initialising: a few instructions away from done.
+    while (st.aggregate_ready.load(std::memory_order_acquire) != 2) {
+    }
+    return st.aggregate;
   }
-  return make_error("unknown algorithm");
-}
-
-}  // namespace
-
-struct Pipeline::Impl {
-  RuleSet rules;
-  Classifier classifier;
-  std::vector<std::unique_ptr<CompiledRule>> compiled;
-  uint64_t hash_seed = 0;
-  uint64_t max_delay_ns = 0;
-  bool any_burstable = false;  // skip the burst grouping pass when no rule can use it
-  std::atomic<size_t> expire_rule{0};
-
-  explicit Impl(RuleSet r) : rules(std::move(r)), classifier(rules.rules) {}
 
   // The bucket words of a rule for this packet: the aggregate, or the slot of the flow
   // with this hash (created on its first packet). Null when the table has no slot for a
@@ -170,22 +55,12 @@ struct Pipeline::Impl {
         .state;
   }
 
-  static std::atomic<uint64_t>* aggregate_state(const CompiledRule& cr, uint64_t now_ns) {
-    auto* w = const_cast<std::atomic<uint64_t>*>(cr.aggregate);
-    if (cr.aggregate_ready.load(std::memory_order_acquire) == 2) return w;
-    int expected = 0;
-    if (cr.aggregate_ready.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
-      cr.init_state(w, now_ns);
-      cr.aggregate_ready.store(2, std::memory_order_release);
-    }
-    // Another worker is initialising: a few instructions away from done.
-    while (cr.aggregate_ready.load(std::memory_order_acquire) != 2) {
-    }
-    return w;
+  static uint64_t flow_hash(const CompiledRule& cr, const ParsedFrame& pf) {
+    return cr.hash_fn(pf, cr.rule->key_prefix_len, cr.hash_seed);
   }
 
   Verdict act(const Action& a, TrafficCounters& c, uint8_t* frame, const ParsedFrame& pf,
-              uint64_t now_ns) {
+              uint64_t now_ns) const {
     uint32_t len = pf.frame_len;
     switch (a.kind) {
       case ActionKind::drop:
@@ -205,12 +80,12 @@ struct Pipeline::Impl {
   }
 
   Verdict meter(const CompiledRule& cr, std::atomic<uint64_t>* w, TrafficCounters& c,
-                uint8_t* frame, const ParsedFrame& pf, uint64_t now_ns) {
+                uint8_t* frame, const ParsedFrame& pf, uint64_t now_ns) const {
     auto& word = *reinterpret_cast<MeterWord*>(w);
     uint64_t cost = cr.cost(pf.frame_len);
     sl_colour colour = cr.rule->algorithm == Algorithm::srtcm
-                           ? srtcm_charge(cr.meter, word, now_ns, cost, cr.sharing)
-                           : trtcm_charge(cr.meter, word, now_ns, cost, cr.sharing);
+                           ? srtcm_charge(cr.p.meter, word, now_ns, cost, cr.sharing)
+                           : trtcm_charge(cr.p.meter, word, now_ns, cost, cr.sharing);
     const ColourActions& ca = cr.rule->colour_actions;
     c.add(colour == SL_GREEN ? Outcome::green : colour == SL_YELLOW ? Outcome::yellow : Outcome::red,
           pf.frame_len);
@@ -219,43 +94,21 @@ struct Pipeline::Impl {
                pf, now_ns);
   }
 
-  // What the first stage of a packet's processing learns: its parse, its rule and, for a
-  // keyed rule, its flow hash (with the flow's set already being fetched).
-  struct Classified {
-    ParsedFrame pf;
-    int rule = -1;
-    uint64_t flow_hash = 0;
-    // Set by process_burst for packets of a burstable rule: already charged (1: conformed,
-    // 0: refused); -1: finish() charges the packet itself.
-    int8_t decided = -1;
-  };
-
-  uint64_t flow_hash(const CompiledRule& cr, const ParsedFrame& pf, size_t idx) const {
-    return cr.hash_fn(pf, cr.rule->key_prefix_len, hash_seed + idx);
-  }
-
   void classify(const uint8_t* frame, uint32_t len, uint32_t wire_len, uint16_t port,
                 Classified& c) const {
     parse_frame_into(frame, len, wire_len, c.pf);
     c.flow_hash = 0;
     c.decided = -1;
-    c.rule = c.pf.status == FrameStatus::ok ? classifier.classify(c.pf, port) : -1;
+    c.rule = c.pf.status == FrameStatus::ok ? s.classifier.classify(c.pf, port) : -1;
     if (c.rule < 0) return;
-    const CompiledRule& cr = *compiled[size_t(c.rule)];
+    const CompiledRule& cr = s.compiled[size_t(c.rule)];
     if (!cr.flows) return;
-    c.flow_hash = flow_hash(cr, c.pf, size_t(c.rule));
+    c.flow_hash = flow_hash(cr, c.pf);
     cr.flows->prefetch(c.flow_hash);
   }
 
-  Verdict process(uint8_t* frame, uint32_t len, uint32_t wire_len, uint16_t port,
-                  uint64_t now_ns, WorkerCounters& counters) {
-    Classified c;
-    classify(frame, len, wire_len, port, c);
-    return finish(frame, c, now_ns, counters);
-  }
-
   [[gnu::always_inline]] Verdict finish(uint8_t* frame, const Classified& cl, uint64_t now_ns,
-                                        WorkerCounters& counters) {
+                                        WorkerCounters& counters) const {
     const ParsedFrame& pf = cl.pf;
     const uint32_t len = pf.frame_len;
     int idx = cl.rule;
@@ -263,10 +116,10 @@ struct Pipeline::Impl {
       TrafficCounters& d = counters.default_rule();
       d.add(Outcome::matched, len);
       if (pf.status != FrameStatus::ok) d.add(Outcome::malformed, len);
-      return act(rules.default_action, d, frame, pf, now_ns);
+      return act(s.rules.default_action, d, frame, pf, now_ns);
     }
-    const CompiledRule& top = *compiled[size_t(idx)];
-    TrafficCounters& c = counters.rule(size_t(idx));
+    const CompiledRule& top = s.compiled[size_t(idx)];
+    TrafficCounters& c = counters.rule(top.counter_slot);
     c.add(Outcome::matched, len);
     if (cl.decided >= 0) {
       if (cl.decided == 0) {
@@ -296,17 +149,16 @@ struct Pipeline::Impl {
   // finish(), inlined into the burst loop, stays small for the common rules above.
   [[gnu::noinline]] Verdict charge_chain(uint8_t* frame, const Classified& cl,
                                          const CompiledRule& top, TrafficCounters& c,
-                                         uint64_t now_ns) {
+                                         uint64_t now_ns) const {
     const ParsedFrame& pf = cl.pf;
     const uint32_t len = pf.frame_len;
     // Charge the rule, then each parent; a refusal anywhere gives back what was taken
     // below it, so a refused packet charges nothing (SPEC §3 Hierarchy).
     std::array<std::atomic<uint64_t>*, kMaxChain> charged;  // levels [0, level) set
     for (size_t level = 0; level < top.chain_len; ++level) {
-      const size_t at = size_t(top.chain[level]);
-      const CompiledRule& cr = *compiled[at];
+      const CompiledRule& cr = s.compiled[size_t(top.chain[level])];
       std::atomic<uint64_t>* w =
-          state_for(cr, level == 0 ? cl.flow_hash : (cr.flows ? flow_hash(cr, pf, at) : 0), now_ns);
+          state_for(cr, level == 0 ? cl.flow_hash : (cr.flows ? flow_hash(cr, pf) : 0), now_ns);
       if (w == nullptr) {
         refund(top, charged, level, len, now_ns);
         c.add(Outcome::exceeded, len);
@@ -316,7 +168,7 @@ struct Pipeline::Impl {
       uint64_t cost = cr.cost(len);
       if (cr.rule->algorithm == Algorithm::leaky_bucket) {
         uint64_t delay = 0;
-        if (!shaper_charge(cr.shaper, *w, now_ns, cost, &delay, cr.sharing)) {
+        if (!shaper_charge(cr.p.shaper, *w, now_ns, cost, &delay, cr.sharing)) {
           refund(top, charged, level, len, now_ns);
           c.add(Outcome::exceeded, len);
           c.add(Outcome::dropped, len);
@@ -341,14 +193,14 @@ struct Pipeline::Impl {
 
   // Charges the packets of each burstable rule in this burst with one charge of its word
   // (one compare-and-swap for the lot when workers share it, instead of one per packet).
-  void charge_burstable(Classified* cl, size_t n, uint64_t now_ns) {
+  void charge_burstable(Classified* cl, size_t n, uint64_t now_ns) const {
     uint64_t grouped = 0;  // packets already handled
     for (size_t i = 0; i < n; ++i) {
       if ((grouped >> i & 1) || cl[i].rule < 0) continue;
-      const CompiledRule& cr = *compiled[size_t(cl[i].rule)];
+      const CompiledRule& cr = s.compiled[size_t(cl[i].rule)];
       if (!cr.burstable) continue;
-      uint64_t costs[kMaxBurst];
-      uint8_t at[kMaxBurst];
+      uint64_t costs[Pipeline::kMaxBurst];
+      uint8_t at[Pipeline::kMaxBurst];
       uint32_t k = 0;
       for (size_t j = i; j < n; ++j) {
         if (cl[j].rule != cl[i].rule) continue;
@@ -365,143 +217,279 @@ struct Pipeline::Impl {
   }
 
   void refund(const CompiledRule& top, const std::array<std::atomic<uint64_t>*, kMaxChain>& charged,
-              size_t levels, uint32_t len, uint64_t now_ns) {
+              size_t levels, uint32_t len, uint64_t now_ns) const {
     for (size_t l = 0; l < levels; ++l) {
-      const CompiledRule& cr = *compiled[size_t(top.chain[l])];
+      const CompiledRule& cr = s.compiled[size_t(top.chain[l])];
       cr.refund(*charged[l], now_ns, cr.cost(len));
     }
   }
 };
 
+}  // namespace
+
+struct Pipeline::Impl {
+  PipelineOptions opts;
+  uint64_t hash_base = 0;
+  uint64_t shaping_horizon_ns = 0;
+  bool single_writer = false;
+  GracePeriod* grace = nullptr;
+  // The running snapshot: published with a release store, read by workers with an acquire
+  // load once per burst loop. `owned` is the same object, for the writer.
+  std::atomic<RulesSnapshot*> current{nullptr};
+  std::unique_ptr<RulesSnapshot> owned;
+  // apply() is serialised, and snapshot() / rules_copy() read the running rules under it.
+  mutable std::mutex mu;
+  uint64_t next_state_id = 0;
+  CounterSlots slots;
+  uint32_t default_slot = 0;
+  // Without a grace period nobody can say when the one caller has folded a removed rule's
+  // counters: its retirements ride on every later snapshot (folding a cleared slot again
+  // adds nothing; its slot is never reused).
+  std::vector<std::shared_ptr<RetiredRule>> unconfirmed_retired;
+  std::deque<std::shared_ptr<RetiredRule>> removed;  // reported by snapshot()
+  alignas(64) std::atomic<size_t> expire_cursor{0};
+
+  SnapshotContext context() {
+    SnapshotContext c;
+    c.opts = &opts;
+    c.single_writer = single_writer;
+    c.hash_base = hash_base;
+    c.shaping_horizon_ns = shaping_horizon_ns;
+    c.next_state_id = &next_state_id;
+    c.slots = &slots;
+    c.default_slot = default_slot;
+    return c;
+  }
+};
+
 Result<std::unique_ptr<Pipeline>> Pipeline::create(RuleSet rules, const PipelineOptions& opts) {
-  auto impl = std::make_unique<Impl>(std::move(rules));
-  impl->hash_seed = opts.hash_seed ? opts.hash_seed : random_hash_seed();
-  const auto& rs = impl->rules.rules;
-  for (size_t i = 0; i < rs.size(); ++i) {
-    auto cr = std::make_unique<CompiledRule>();
-    cr->rule = &rs[i];
-    cr->sharing = opts.single_writer ? Sharing::single_writer : Sharing::shared;
-    cr->hash_fn = flow_hash_fn(rs[i].key);
-    if (Status s = compile_profile(*cr); !s)
-      return make_error("rule \"" + rs[i].name + "\": " + s.error().message);
-    if (opts.stale_read_tolerance_ns > kMaxDelayNs)
-      return make_error("stale-read tolerance must be at most 60 s");
-    for (sl_rate_profile* p : {&cr->rate, &cr->shaper.rate, &cr->meter.committed, &cr->meter.peak})
-      set_stale_read_tolerance(*p, opts.stale_read_tolerance_ns);
-    if (rs[i].key != KeyMode::none) {
-      uint64_t cap = rs[i].max_flows ? rs[i].max_flows : opts.default_max_flows;
-      // Meters keep two bucket words per flow, every other algorithm one.
-      cr->flows = std::make_unique<FlowTable>(cap, rs[i].idle_timeout_ns, uint64_t{1'000'000},
-                                              rs[i].is_meter() ? 2u : 1u);
-      cr->flows->set_single_writer(opts.single_writer);
-    }
-    for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
-      if (cr->chain_len == kMaxChain)
-        return make_error("rule \"" + rs[i].name + "\": parent chain deeper than " +
-                          std::to_string(kMaxChain));
-      cr->chain[cr->chain_len++] = at;
-    }
-    if (rs[i].algorithm == Algorithm::leaky_bucket)
-      impl->max_delay_ns = std::max(impl->max_delay_ns, rs[i].max_delay_ns);
-    impl->compiled.push_back(std::move(cr));
-  }
-  for (size_t i = 0; i < rs.size(); ++i) {
-    CompiledRule& cr = *impl->compiled[i];
-    const bool is_parent = std::any_of(rs.begin(), rs.end(),
-                                       [&](const Rule& r) { return r.parent_index == int(i); });
-    cr.lone_policer = cr.chain_len == 1 && is_policer(rs[i].algorithm);
-    cr.burstable = cr.lone_policer && !cr.flows && !is_parent;
-    impl->any_burstable = impl->any_burstable || cr.burstable;
-  }
+  auto impl = std::make_unique<Impl>();
+  impl->opts = opts;
+  impl->single_writer = opts.single_writer;
+  impl->hash_base = opts.hash_seed ? opts.hash_seed : random_hash_seed();
+  const size_t n = rules.rules.size();
+  SnapshotContext ctx = impl->context();
+  ctx.shaping_horizon_ns = opts.shaping_horizon_ns;
+  // The start-up rules take slots 0..n-1 in order, the default slot n (WorkerCounters(n)).
+  ctx.default_slot = uint32_t(n);
+  std::vector<std::shared_ptr<RetiredRule>> none;
+  auto snap = build_snapshot(std::move(rules), nullptr, ctx, &none);
+  if (!snap) return snap.error();
+  impl->default_slot = impl->slots.take();
+  (*snap)->counter_slots = impl->slots.high_water();
+  impl->shaping_horizon_ns = opts.shaping_horizon_ns != 0
+                                 ? opts.shaping_horizon_ns
+                                 : std::max((*snap)->max_delay_ns, kDefaultShapingHorizonNs);
+  impl->owned = std::move(snap).value();
+  impl->current.store(impl->owned.get(), std::memory_order_release);
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
 
 Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Pipeline::~Pipeline() = default;
 
-const RuleSet& Pipeline::rules() const { return impl_->rules; }
+uint64_t snapshot_generation(const RulesSnapshot& snap) { return snap.generation; }
+
+const RuleSet& Pipeline::rules() const { return impl_->owned->rules; }
+
+RuleSet Pipeline::rules_copy() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->owned->rules;
+}
+
+uint64_t Pipeline::generation() const {
+  return impl_->current.load(std::memory_order_acquire)->generation;
+}
+
+WorkerCounters Pipeline::make_counters() const {
+  std::lock_guard lock(impl_->mu);
+  const RulesSnapshot& s = *impl_->owned;
+  WorkerCounters c;
+  c.per_rule.assign(s.counter_slots, TrafficCounters{});
+  c.default_slot = s.default_slot;
+  c.generation = s.generation;
+  return c;
+}
+
+uint64_t Pipeline::max_delay_ns() const { return impl_->owned->max_delay_ns; }
+uint64_t Pipeline::shaping_horizon_ns() const { return impl_->shaping_horizon_ns; }
 
 void Pipeline::set_single_writer(bool single_writer) {
-  for (auto& cr : impl_->compiled) {
-    cr->sharing = single_writer ? Sharing::single_writer : Sharing::shared;
-    if (cr->flows) cr->flows->set_single_writer(single_writer);
-  }
+  impl_->single_writer = single_writer;
+  RulesSnapshot& s = *impl_->owned;
+  for (CompiledRule& cr : s.compiled) cr.sharing = single_writer ? Sharing::single_writer : Sharing::shared;
+  for (auto& st : s.states)
+    if (st->flows) st->flows->set_single_writer(single_writer);
 }
-uint64_t Pipeline::max_delay_ns() const { return impl_->max_delay_ns; }
+
+void Pipeline::set_grace_period(GracePeriod* grace) { impl_->grace = grace; }
+
+Result<RulesDiff> Pipeline::apply(RuleSet next, uint64_t now_ns) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  RulesSnapshot& old = *m.owned;
+  RulesDiff diff = diff_rules(old.rules, next);
+  SnapshotContext ctx = m.context();
+  std::vector<std::shared_ptr<RetiredRule>> retired;
+  auto built = build_snapshot(std::move(next), &old, ctx, &retired);
+  if (!built) return built.error();
+  std::unique_ptr<RulesSnapshot> snap = std::move(built).value();
+  snap->generation = old.generation + 1;
+  snap->applied_ns = now_ns;
+  for (const auto& r : retired) m.unconfirmed_retired.push_back(r);
+  snap->retiring = m.unconfirmed_retired;
+
+  // Publish: a worker's next enter() runs the new snapshot.
+  m.current.store(snap.get(), std::memory_order_release);
+  std::unique_ptr<RulesSnapshot> replaced = std::move(m.owned);
+  m.owned = std::move(snap);
+  if (m.grace) {
+    // One grace period: no worker still runs `replaced`, and every worker loads the new
+    // snapshot at its next loop, so every packet from now on meets `next`. A second one
+    // when rules were removed: every worker online has then entered the new snapshot, so
+    // it folded the removed rules' last counts and cleared their slots (now reusable).
+    m.grace->wait();
+    if (!m.unconfirmed_retired.empty()) m.grace->wait();
+  }
+  // No worker adopted it (none online, or no grace period: the one caller adopts later):
+  // the state conversions happen now, while nobody charges.
+  run_state_conversions(*m.owned, now_ns);
+  replaced.reset();  // frees the states of removed rules with it
+  if (m.grace) {
+    // Every worker folded and cleared the removed rules' slots: they may serve new rules.
+    for (const auto& r : m.unconfirmed_retired) m.slots.give_back(r->counter_slot);
+    m.unconfirmed_retired.clear();
+  } else if (m.unconfirmed_retired.size() > kRemovedRulesKept) {
+    m.unconfirmed_retired.erase(m.unconfirmed_retired.begin(),
+                                m.unconfirmed_retired.end() - kRemovedRulesKept);
+  }
+  for (auto& r : retired) m.removed.push_back(std::move(r));
+  while (m.removed.size() > kRemovedRulesKept) m.removed.pop_front();
+  return diff;
+}
+
+const RulesSnapshot& Pipeline::enter(WorkerCounters& counters, uint64_t now_ns) {
+  const RulesSnapshot& s = *impl_->current.load(std::memory_order_acquire);
+  if (counters.generation != s.generation || counters.per_rule.size() < s.counter_slots) [[unlikely]] {
+    if (s.conversion_state.load(std::memory_order_acquire) != 2) run_state_conversions(s, now_ns);
+    adopt_counters(s, counters);
+    s.entered.fetch_add(1, std::memory_order_relaxed);
+    uint64_t seen = s.last_entered_ns.load(std::memory_order_relaxed);
+    while (seen < now_ns &&
+           !s.last_entered_ns.compare_exchange_weak(seen, now_ns, std::memory_order_relaxed)) {
+    }
+  }
+  return s;
+}
+
+Pipeline::SwapVisibility Pipeline::swap_visibility() const {
+  std::lock_guard lock(impl_->mu);
+  const RulesSnapshot& s = *impl_->owned;
+  SwapVisibility v;
+  v.generation = s.generation;
+  v.workers_entered = s.entered.load(std::memory_order_relaxed);
+  const uint64_t last = s.last_entered_ns.load(std::memory_order_relaxed);
+  v.last_entered_after_ns = last > s.applied_ns ? last - s.applied_ns : 0;
+  return v;
+}
 
 Verdict Pipeline::process(uint8_t* frame, uint32_t len, uint16_t port, uint64_t now_ns,
                           WorkerCounters& counters) {
-  return impl_->process(frame, len, len, port, now_ns, counters);
+  return process(Frame{frame, len, len}, port, now_ns, counters);
 }
 
 Verdict Pipeline::process(const Frame& frame, uint16_t port, uint64_t now_ns,
                           WorkerCounters& counters) {
-  return impl_->process(frame.data, frame.len, frame.wire_len, port, now_ns, counters);
+  Run run{enter(counters, now_ns)};
+  Classified c;
+  run.classify(frame.data, frame.len, frame.wire_len, port, c);
+  return run.finish(frame.data, c, now_ns, counters);
 }
 
 void Pipeline::process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
                              WorkerCounters& counters, Verdict* verdicts) {
+  process_burst(enter(counters, now_ns), frames, n, port, now_ns, counters, verdicts);
+}
+
+void Pipeline::process_burst(const RulesSnapshot& snap, const Frame* frames, size_t n,
+                             uint16_t port, uint64_t now_ns, WorkerCounters& counters,
+                             Verdict* verdicts) {
+  const Run run{snap};
   // Raw storage (Classified is an aggregate, so the bytes implicitly hold its objects):
   // classify() writes every field of the entries it uses, so value-initialising the whole
   // array each burst would only be wasted stores.
-  alignas(Impl::Classified) unsigned char raw[kMaxBurst * sizeof(Impl::Classified)];
-  auto* cl = reinterpret_cast<Impl::Classified*>(raw);
-  static_assert(std::is_aggregate_v<Impl::Classified> &&
-                std::is_trivially_destructible_v<Impl::Classified>);
+  alignas(Classified) unsigned char raw[kMaxBurst * sizeof(Classified)];
+  auto* cl = reinterpret_cast<Classified*>(raw);
+  static_assert(std::is_aggregate_v<Classified> && std::is_trivially_destructible_v<Classified>);
   for (size_t done = 0; done < n; done += kMaxBurst) {
     const size_t m = std::min(kMaxBurst, n - done);
     for (size_t i = 0; i < m; ++i)
-      impl_->classify(frames[done + i].data, frames[done + i].len, frames[done + i].wire_len,
-                      port, cl[i]);
-    if (impl_->any_burstable) impl_->charge_burstable(cl, m, now_ns);
+      run.classify(frames[done + i].data, frames[done + i].len, frames[done + i].wire_len, port,
+                   cl[i]);
+    if (snap.any_burstable) run.charge_burstable(cl, m, now_ns);
     for (size_t i = 0; i < m; ++i)
-      verdicts[done + i] = impl_->finish(frames[done + i].data, cl[i], now_ns, counters);
+      verdicts[done + i] = run.finish(frames[done + i].data, cl[i], now_ns, counters);
   }
 }
 
 size_t Pipeline::expire_idle(uint64_t now_ns, size_t max_slots) {
-  auto& rs = impl_->compiled;
-  if (rs.empty()) return 0;
-  // Round-robin over the keyed rules, one rule's share per call.
-  for (size_t tries = 0; tries < rs.size(); ++tries) {
-    size_t i = impl_->expire_rule.fetch_add(1, std::memory_order_relaxed) % rs.size();
-    if (rs[i]->flows) return rs[i]->flows->expire(now_ns, max_slots);
-  }
-  return 0;
+  return expire_idle(*impl_->current.load(std::memory_order_acquire), now_ns, max_slots);
+}
+
+size_t Pipeline::expire_idle(const RulesSnapshot& snap, uint64_t now_ns, size_t max_slots) {
+  // Round-robin over the keyed rules only, one rule's share per call: O(max_slots) however
+  // many rules exist (a walk over every rule to find a keyed one cost 89% of a replay with
+  // 1,000 `key: none` rules).
+  if (snap.keyed.empty()) return 0;
+  const size_t i = impl_->expire_cursor.fetch_add(1, std::memory_order_relaxed) % snap.keyed.size();
+  return snap.keyed[i]->expire(now_ns, max_slots);
 }
 
 uint64_t Pipeline::expire_interval_ns(size_t max_slots, size_t callers) const {
+  return expire_interval_ns(*impl_->current.load(std::memory_order_acquire), max_slots, callers);
+}
+
+uint64_t Pipeline::expire_interval_ns(const RulesSnapshot& snap, size_t max_slots, size_t callers) {
   // Calls per second the most demanding table needs; round-robin gives each keyed rule one
-  // call in `keyed`, and the callers share the work.
-  double keyed = 0, worst = 0;
-  for (const auto& cr : impl_->compiled) {
-    if (!cr->flows) continue;
-    keyed += 1;
-    const double period_ns =
-        std::clamp<double>(double(cr->rule->idle_timeout_ns) / kSweepFraction, 1e6, 1e10);
-    const double slots_per_call = double(std::max<size_t>(1, max_slots));
-    const double calls = std::ceil(double(cr->flows->slot_count()) / slots_per_call);
-    worst = std::max(worst, calls / period_ns);
-  }
-  if (keyed == 0) return kMaxExpireIntervalNs;
+  // call in `keyed`, and the callers share the work. O(keyed rules): once per snapshot.
+  double worst = 0;
+  const double slots_per_call = double(std::max<size_t>(1, max_slots));
+  for (const RulesSnapshot::Sweep& s : snap.sweeps)
+    worst = std::max(worst, std::ceil(double(s.slots) / slots_per_call) / s.period_ns);
+  if (snap.sweeps.empty()) return kMaxExpireIntervalNs;
+  const double keyed = double(snap.sweeps.size());
   const double interval = double(std::max<size_t>(1, callers)) / (worst * keyed);
   return uint64_t(std::clamp<double>(interval, kMinExpireIntervalNs, kMaxExpireIntervalNs));
 }
 
 CountersSnapshot Pipeline::snapshot(const std::vector<const WorkerCounters*>& workers) const {
+  std::lock_guard lock(impl_->mu);
+  const RulesSnapshot& s = *impl_->owned;
   CountersSnapshot snap;
-  const auto& rs = impl_->rules.rules;
+  auto sum_slot = [&](uint32_t slot, TrafficCounters& into) {
+    for (const WorkerCounters* w : workers)
+      if (slot < w->per_rule.size()) into += w->per_rule[slot];
+  };
+  const auto& rs = s.rules.rules;
   for (size_t i = 0; i < rs.size(); ++i) {
     RuleSnapshot r;
     r.name = rs[i].name;
-    for (const WorkerCounters* w : workers) r.traffic += w->per_rule[i];
-    const auto& flows = impl_->compiled[i]->flows;
+    sum_slot(s.compiled[i].counter_slot, r.traffic);
+    const FlowTable* flows = s.compiled[i].flows;
     r.active_flows = flows ? flows->active() : 1;  // key: none is one shared bucket
     r.flows_evicted = flows ? flows->evicted() : 0;
     snap.rules.push_back(std::move(r));
   }
   snap.default_rule.name = "default";
-  for (const WorkerCounters* w : workers) snap.default_rule.traffic += w->per_rule.back();
+  sum_slot(s.default_slot, snap.default_rule.traffic);
+  for (const auto& retired : impl_->removed) {
+    RuleSnapshot r;
+    r.name = retired->name;
+    r.traffic = retired->read();
+    r.active_flows = 0;
+    r.flows_evicted = retired->flows_evicted;
+    snap.removed.push_back(std::move(r));
+  }
   return snap;
 }
 

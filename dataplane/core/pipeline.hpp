@@ -1,18 +1,33 @@
 // The burst pipeline: parse -> classify -> limit -> act, shared by `sluiced --replay` and the
-// live dataplane. A Pipeline holds what all workers share (compiled rules, bucket words,
-// flow tables); each worker brings its own WorkerCounters. Time is always a parameter.
+// live dataplane. A Pipeline holds the running rules as an immutable compiled snapshot
+// (rules_snapshot.hpp) and the state of every rule (bucket words, flow tables) apart from
+// it, keyed by each rule's state identity, so that apply() can swap in a new rule set while
+// workers run and every rule it keeps keeps its buckets, flows and counters. Each worker
+// brings its own WorkerCounters. Time is always a parameter.
+//
+// Workers (threads calling process*, expire_idle) read the current snapshot once per burst
+// loop through enter() and hold nothing of it past their next quiescent report to the
+// Pipeline's GracePeriod; apply() frees a replaced snapshot only after the grace period.
+// Without a GracePeriod the Pipeline has one caller, which never runs concurrently with
+// apply() (replay, simple tests).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "bucket_math.h"
 #include "counters.hpp"
+#include "grace_period.hpp"
 #include "result.hpp"
 #include "rules.hpp"
+#include "rules_diff.hpp"
 
 namespace sluice {
+
+struct RulesSnapshot;
 
 struct PipelineOptions {
   uint64_t default_max_flows = 65536;  // flow slots for a keyed rule without max-flows
@@ -26,6 +41,10 @@ struct PipelineOptions {
   // stores instead of compare-and-swap (no locked instruction per decision). A replay and
   // a one-worker dataplane set it; with more workers it must stay false.
   bool single_writer = false;
+  // The longest max-delay any rule may have, in the start-up set or added later: the live
+  // dataplane sizes its timing wheels for it once. 0: the start-up set's longest max-delay,
+  // but at least kDefaultShapingHorizonNs. apply() refuses a rule beyond it.
+  uint64_t shaping_horizon_ns = 0;
 };
 
 struct Verdict {
@@ -36,19 +55,61 @@ struct Verdict {
 
 class Pipeline {
  public:
+  static constexpr uint64_t kDefaultShapingHorizonNs = 100'000'000;  // 100 ms
+  // Removed rules whose final counters snapshot() lists (the most recent ones).
+  static constexpr size_t kRemovedRulesKept = 256;
+
   static Result<std::unique_ptr<Pipeline>> create(RuleSet rules, const PipelineOptions& opts);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
+  // The running rules. The reference holds until the next apply(); rules_copy() is safe
+  // from any thread at any time.
   const RuleSet& rules() const;
-  WorkerCounters make_counters() const { return WorkerCounters(rules().rules.size()); }
-  // Longest max-delay of any shaping rule (0 if none): the horizon a timing wheel needs.
+  RuleSet rules_copy() const;
+  // Grows by one with every apply() that succeeded.
+  uint64_t generation() const;
+  // Counters laid out for the running rules.
+  WorkerCounters make_counters() const;
+  // Longest max-delay of the running rules' shaping rules (0 if none).
   uint64_t max_delay_ns() const;
+  // The bound of PipelineOptions::shaping_horizon_ns: a timing wheel this long takes every
+  // delay a rule can ever impose.
+  uint64_t shaping_horizon_ns() const;
 
   // Overrides PipelineOptions::single_writer, for callers that learn the number of threads
   // after creating the pipeline. Only while no thread is calling process().
   void set_single_writer(bool single_writer);
+  // The readers' grace period (not owned; must outlive every later apply()). Only while no
+  // thread is calling process(); nullptr: one caller, never concurrent with apply().
+  void set_grace_period(GracePeriod* grace);
+
+  // Runs `next` (a validated RuleSet: the loader's output) instead of the running rules.
+  // Rules that keep their state identity (rules_diff.hpp) keep their buckets, flows and
+  // counters; a changed rate, burst or limit is carried into the tokens they hold at now_ns
+  // (bucket_convert.hpp). When it returns, every worker online runs `next` from its next
+  // burst loop on (after one grace period; two when rules were removed, so that every
+  // worker has handed their last counts over); the replaced snapshot and the state of
+  // removed rules are freed. An error (a max-delay beyond the
+  // shaping horizon, a profile out of range, memory) changes nothing. Serialised.
+  Result<RulesDiff> apply(RuleSet next, uint64_t now_ns);
+
+  // How the running snapshot spread (diagnostics, the apply-latency test): how many workers
+  // (counters) entered it, and how long after the time apply() was given the last of them
+  // did, by the workers' own clock readings.
+  struct SwapVisibility {
+    uint64_t generation = 0;
+    uint32_t workers_entered = 0;
+    uint64_t last_entered_after_ns = 0;
+  };
+  SwapVisibility swap_visibility() const;
+
+  // ---- Workers: once per burst loop, after reporting quiescent to the grace period.
+  // The running snapshot, with `counters` laid out for it (a worker adopting a new snapshot
+  // grows its counters, clears the slots of removed rules after handing their last counts
+  // over, and runs the snapshot's state conversions if no other worker has).
+  const RulesSnapshot& enter(WorkerCounters& counters, uint64_t now_ns);
 
   // One frame. May rewrite the frame in place (DSCP marking). Thread-safe: any number of
   // workers may call it concurrently with their own counters.
@@ -56,8 +117,11 @@ class Pipeline {
                   WorkerCounters& counters);
 
   // Frees flow slots idle longer than their rule's idle-timeout, visiting at most
-  // `max_slots` slots from where the previous call stopped. Returns the number freed.
+  // `max_slots` slots of one keyed rule's table, round-robin over the keyed rules from where
+  // the previous call stopped: the cost of a call does not depend on how many rules exist.
+  // Returns the number freed.
   size_t expire_idle(uint64_t now_ns, size_t max_slots);
+  size_t expire_idle(const RulesSnapshot& snap, uint64_t now_ns, size_t max_slots);
 
   // How often each of `callers` threads should call expire_idle(now, max_slots) so that every
   // keyed rule's table is swept whole at least once per kSweepFraction of its idle-timeout
@@ -68,6 +132,7 @@ class Pipeline {
   static constexpr uint64_t kMinExpireIntervalNs = 10'000;
   static constexpr uint64_t kMaxExpireIntervalNs = 1'000'000;
   uint64_t expire_interval_ns(size_t max_slots, size_t callers) const;
+  static uint64_t expire_interval_ns(const RulesSnapshot& snap, size_t max_slots, size_t callers);
 
   // A burst of frames, all from one ingress port at one clock reading: classifies and
   // hashes every frame first and prefetches its flow slot, then charges them in order, so
@@ -87,7 +152,12 @@ class Pipeline {
   static constexpr size_t kMaxBurst = 64;
   void process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
                      WorkerCounters& counters, Verdict* verdicts);
+  // The same against the snapshot enter() returned (counters laid out for it).
+  void process_burst(const RulesSnapshot& snap, const Frame* frames, size_t n, uint16_t port,
+                     uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts);
 
+  // Rule counters of the running rules summed over `workers` (each laid out for this or an
+  // earlier snapshot), flows, and the final counters of recently removed rules.
   CountersSnapshot snapshot(const std::vector<const WorkerCounters*>& workers) const;
 
   struct Impl;
@@ -96,5 +166,8 @@ class Pipeline {
   explicit Pipeline(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The generation and max-delay of a snapshot a worker holds.
+uint64_t snapshot_generation(const RulesSnapshot& snap);
 
 }  // namespace sluice

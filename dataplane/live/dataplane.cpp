@@ -10,6 +10,7 @@
 #include <new>
 
 #include "log.hpp"
+#include "rcu_grace_period.hpp"
 #include "report.hpp"
 #include "tsc_clock.hpp"
 
@@ -110,22 +111,30 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
   if (!plan) return plan.error();
   for (const std::string& note : plan->notes) live_log("%s", note.c_str());
 
-  const uint64_t max_delay_ns = pipeline.max_delay_ns();
+  // The wheels have a fixed horizon: the pipeline's shaping horizon (the start-up rules'
+  // longest max-delay, at least 100 ms), so a shaping rule added live fits them; apply()
+  // refuses one whose max-delay is longer. Every worker has one, shaping at start or not.
+  const uint64_t max_delay_ns = pipeline.shaping_horizon_ns();
   uint64_t slot_ns = kSlotNs;
   if (max_delay_ns / slot_ns + 2 > kMaxWheelSlots) {
     slot_ns = max_delay_ns / (kMaxWheelSlots - 2) + 1;
     live_log("max-delay %llu ns: shaping with %llu ns timing-wheel slots",
              static_cast<unsigned long long>(max_delay_ns), static_cast<unsigned long long>(slot_ns));
   }
-  const size_t wheel_capacity = max_delay_ns == 0 ? 0 : config.wheel_capacity;
+  const size_t wheel_capacity = config.wheel_capacity;
+  // The pool holds mbufs for the wheels only if the start-up rules shape: a pool twice the
+  // size for rules that may never come costs every operator memory. Shaping rules added
+  // later draw their delayed packets from the pool's slack (--mbufs for more; a short pool
+  // shows as rx_nombuf in the report).
+  const size_t pooled_wheel = pipeline.max_delay_ns() == 0 ? 0 : wheel_capacity;
 
-  const uint64_t needed = mbufs_needed(*plan, config, lcores->size(), wheel_capacity);
+  const uint64_t needed = mbufs_needed(*plan, config, lcores->size(), pooled_wheel);
   if (config.mbufs > kMaxPoolMbufs)
     return make_error("--mbufs " + std::to_string(config.mbufs) + ": at most " +
                       std::to_string(kMaxPoolMbufs) + " mbufs fit in one pool");
   if (config.mbufs != 0 && config.mbufs < needed)
     return make_error("--mbufs " + std::to_string(config.mbufs) + " is too few: the descriptor "
-                      "rings, bursts, TX buffers" + std::string(wheel_capacity ? ", shaper" : "") +
+                      "rings, bursts, TX buffers" + std::string(pooled_wheel ? ", shaper" : "") +
                       " and lcore caches of this set-up need at least " + std::to_string(needed));
   const unsigned n_mbufs = config.mbufs != 0 ? unsigned(config.mbufs) : pool_size(needed);
 
@@ -158,12 +167,17 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
     dp->ports_.push_back(std::move(port).value());
   }
 
-  const uint64_t expire_interval_ns =
-      config.expire_interval_ns != 0
-          ? config.expire_interval_ns
-          : pipeline.expire_interval_ns(config.expire_budget, lcores->size());
+  // One RCU reader per worker that runs: rules changes wait for them (Pipeline::apply()).
+  size_t running = 0;
+  for (size_t w = 0; w < lcores->size(); ++w)
+    running += std::any_of(pl.rx.begin(), pl.rx.end(), [&](const RxAssignment& a) { return a.worker == w; });
+  auto rcu = RcuGracePeriod::create(unsigned(running));
+  if (!rcu) return rcu.error();
+  dp->rcu_ = std::move(rcu).value();
   // One shared epoch for every worker, so their now_ns are comparable (invariant TSC).
   const TscClock clock = TscClock::make(rte_get_tsc_hz(), rte_rdtsc(), monotonic_ns());
+  dp->clock_ = clock;
+  unsigned rcu_ids = 0;
   for (size_t w = 0; w < lcores->size(); ++w) {
     WorkerSetup ws;
     ws.lcore = (*lcores)[w];
@@ -180,19 +194,29 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
     ws.slot_ns = slot_ns;
     ws.horizon_ns = max_delay_ns + slot_ns;
     ws.expire_budget = config.expire_budget;
-    ws.expire_interval_ns = expire_interval_ns;
+    ws.expire_interval_ns = config.expire_interval_ns;  // 0: from the running rules
+    ws.expire_callers = running;
     ws.clock = clock;
+    if (!ws.rx.empty()) {
+      ws.rcu = dp->rcu_->qsbr();
+      ws.rcu_thread_id = rcu_ids++;
+    }
     auto worker = Worker::create(pipeline, std::move(ws), &dp->stop_);
     if (!worker) return worker.error();
     dp->workers_.push_back(std::move(worker).value());
   }
+  pipeline.set_grace_period(dp->rcu_.get());
   return dp;
 }
 
 Dataplane::~Dataplane() {
   close();
   workers_.clear();  // frees anything still held (nothing, after stop())
+  // No worker will ever read the rules again: a later change needs no grace period.
+  if (rcu_) pipeline_.set_grace_period(nullptr);
 }
+
+uint64_t Dataplane::now_ns() const { return clock_.to_ns(rte_rdtsc()); }
 
 void Dataplane::close() {
   if (closed_) return;

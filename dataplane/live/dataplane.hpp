@@ -9,7 +9,9 @@
 //
 // Lcores: the main lcore runs control (statistics, signals, link state); every other lcore
 // given to EAL runs one worker. The core Pipeline (rules, buckets, flow tables) is shared by
-// all workers and owned by the caller; it too must outlive the Dataplane.
+// all workers and owned by the caller; it too must outlive the Dataplane. The Dataplane gives
+// the Pipeline its workers' grace period (RCU), so Pipeline::apply() may change the rules
+// while the workers run.
 #pragma once
 
 #include <atomic>
@@ -25,6 +27,7 @@
 #include "pipeline.hpp"
 #include "port.hpp"
 #include "port_plan.hpp"
+#include "rcu_grace_period.hpp"
 #include "result.hpp"
 #include "worker.hpp"
 
@@ -123,12 +126,18 @@ class Dataplane {
   unsigned mbufs_in_use() const { return pool_.in_use(); }
   unsigned mbufs_total() const { return pool_.size(); }
   rte_mempool* mempool() const { return pool_.get(); }
+  // The workers' clock (one epoch for all of them), e.g. for Pipeline::apply().
+  uint64_t now_ns() const;
+  bool stopped() const { return stopped_; }
 
  private:
   Dataplane(Pipeline& pipeline, PortPlan plan) : pipeline_(pipeline), plan_(std::move(plan)) {}
 
   Pipeline& pipeline_;
   PortPlan plan_;
+  TscClock clock_;
+  // The workers' RCU: outlives them (destroyed after workers_).
+  std::unique_ptr<RcuGracePeriod> rcu_;
   // Destroyed in reverse: workers, then ports, then the pool.
   Mempool pool_;
   std::vector<Port> ports_;

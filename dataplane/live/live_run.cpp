@@ -12,6 +12,7 @@
 #include "counters_json.hpp"
 #include "dataplane.hpp"
 #include "eal.hpp"
+#include "live_rules_target.hpp"
 #include "log.hpp"
 #include "memory_budget.hpp"
 #include "metrics_server.hpp"
@@ -79,7 +80,7 @@ struct CounterReaders {
 // takes no device.
 Status start_readers(const LiveOptions& opts, const Pipeline& pipeline, CounterReaders* readers) {
   if (!opts.control_socket.empty()) {
-    auto server = ControlServer::start(opts.control_socket, dump_rules_yaml(pipeline.rules()));
+    auto server = ControlServer::start(opts.control_socket, pipeline.rules());
     if (!server) return server.error();
     readers->control = std::move(server).value();
   }
@@ -146,6 +147,9 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   if (opts.burst != 0) config.burst = opts.burst;
   auto dp = Dataplane::create(**pipeline, config, failure);
   if (!dp) return dp.error();
+  // What a control server changes the running rules through (SPEC §4), from now until the
+  // workers stop.
+  LiveRulesTarget rules_target(**pipeline, **dp);
   *failure = LiveFailure::runtime;
   if (Status s = register_telemetry(); !s) return s;
   readers.publish((*dp)->snapshot());
@@ -153,6 +157,7 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
 
   control_loop(**dp, signals, opts.stats_interval_ms, readers);
   live_log("signal %d: stopping", signals.signal_number());
+  rules_target.stop_changes();
   // Closed before reporting, so the report can say whether every mbuf came back.
   (*dp)->close();
 

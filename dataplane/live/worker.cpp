@@ -68,33 +68,52 @@ WorkerStats Worker::stats() const {
   return s;
 }
 
+const RulesSnapshot& Worker::enter_rules(uint64_t now_ns) {
+  const RulesSnapshot& rules = pipeline_.enter(counters_, now_ns);
+  if (snapshot_generation(rules) != rules_generation_) [[unlikely]] {
+    rules_generation_ = snapshot_generation(rules);
+    expire_interval_ns_ = setup_.expire_interval_ns != 0
+                              ? setup_.expire_interval_ns
+                              : Pipeline::expire_interval_ns(rules, setup_.expire_budget,
+                                                             setup_.expire_callers);
+  }
+  return rules;
+}
+
 void Worker::run() {
   rte_mbuf* pkts[kMaxBurst];
   uint64_t next_expire_ns = 0;
+  if (setup_.rcu) rte_rcu_qsbr_thread_online(setup_.rcu, setup_.rcu_thread_id);
   while (!stop_->load(std::memory_order_relaxed)) {
-    uint64_t now_ns = 0;
+    // Quiescent: nothing of the rules loaded in an earlier loop is held past here. Then the
+    // rules of this loop, loaded once: a change applies between two loops, never inside one.
+    if (setup_.rcu) rte_rcu_qsbr_quiescent(setup_.rcu, setup_.rcu_thread_id);
+    uint64_t now_ns = clock_.to_ns(rte_rdtsc());
+    const RulesSnapshot& rules = enter_rules(now_ns);
     for (const WorkerRx& rxq : setup_.rx) {
       const uint16_t n = rte_eth_rx_burst(rxq.port, rxq.queue, pkts, setup_.burst);
       // The one clock read of this burst: every packet in it, and the wheel, use this time.
       now_ns = clock_.to_ns(rte_rdtsc());
       // The wheel's time only moves on drain: move it before pushing this burst's delays.
       release_due(now_ns);
-      if (n != 0) handle_burst(rxq, pkts, n, now_ns);
+      if (n != 0) handle_burst(rules, rxq, pkts, n, now_ns);
     }
     flush_tx();
     // A burst boundary: every packet so far is counted in full, none in part.
     handoff_.serve(counters_);
     // Idle expiry in small slices between bursts, so no single call stalls the loop.
     if (now_ns >= next_expire_ns) {
-      const size_t freed = pipeline_.expire_idle(now_ns, setup_.expire_budget);
+      const size_t freed = pipeline_.expire_idle(rules, now_ns, setup_.expire_budget);
       if (freed != 0) bump(stats_.flows_expired, freed);
-      next_expire_ns = now_ns + setup_.expire_interval_ns;
+      next_expire_ns = now_ns + expire_interval_ns_;
     }
   }
+  if (setup_.rcu) rte_rcu_qsbr_thread_offline(setup_.rcu, setup_.rcu_thread_id);
   shutdown(/*try_send=*/true);
 }
 
-void Worker::handle_burst(const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n, uint64_t now_ns) {
+void Worker::handle_burst(const RulesSnapshot& rules, const WorkerRx& rxq, rte_mbuf** pkts,
+                          uint16_t n, uint64_t now_ns) {
   bump(stats_.rx_packets, n);
   rte_mbuf* dropped[kMaxBurst];
   rte_mbuf* forward[kMaxBurst];
@@ -106,7 +125,7 @@ void Worker::handle_burst(const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n, uint
   Pipeline::Frame frames[kMaxBurst];
   Verdict verdicts[kMaxBurst];
   burst_frames_.describe(pkts, n, frames);
-  pipeline_.process_burst(frames, n, rxq.port, now_ns, counters_, verdicts);
+  pipeline_.process_burst(rules, frames, n, rxq.port, now_ns, counters_, verdicts);
   if (burst_frames_.gathered() != 0) [[unlikely]] burst_frames_.write_back(pkts, n, frames);
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];

@@ -5,10 +5,17 @@
 //
 // Everything here belongs to one lcore (DPDK l3fwd's lcore_conf): the object is cache-aligned
 // and shares nothing mutable with other workers except, inside the pipeline, bucket words and
-// flow tables (CAS). Nothing allocates after create().
+// flow tables (CAS). Nothing allocates after create(), but when a rules change adds counter
+// slots (once per change, at a burst boundary).
+//
+// Rules changes: each loop the worker reports a quiescent state to the dataplane's RCU
+// (rte_rcu_qsbr), then loads the running rules snapshot (Pipeline::enter()) and runs every
+// burst of that loop against it, so a packet is classified against exactly one rule set and
+// a replaced snapshot is freed only once every worker has passed a quiescent state.
 #pragma once
 
 #include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
 
 #include <atomic>
 #include <cstdint>
@@ -51,7 +58,12 @@ struct WorkerSetup {
   uint64_t slot_ns = 1000;            // timing-wheel slot width
   uint64_t horizon_ns = 1000;         // pipeline max_delay_ns() + slot_ns
   size_t expire_budget = 64;          // flow slots visited per expire_idle() call
-  uint64_t expire_interval_ns = 10'000;  // time between expire_idle() calls
+  // Time between expire_idle() calls; 0: Pipeline::expire_interval_ns() of the running rules
+  // for expire_callers workers (recomputed when the rules change).
+  uint64_t expire_interval_ns = 10'000;
+  size_t expire_callers = 1;
+  rte_rcu_qsbr* rcu = nullptr;        // quiescent-state reports (null: rules never change)
+  unsigned rcu_thread_id = 0;         // this worker's id in rcu, registered by the dataplane
   TscClock clock;                     // shared epoch: every worker's now_ns is comparable
 };
 
@@ -106,7 +118,10 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
 
   Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* stop);
 
-  void handle_burst(const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n, uint64_t now_ns);
+  void handle_burst(const RulesSnapshot& rules, const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n,
+                    uint64_t now_ns);
+  // The loop's rules: enters the running snapshot; on a change, the expiry interval follows.
+  const RulesSnapshot& enter_rules(uint64_t now_ns);
   void release_due(uint64_t now_ns);
   // Buffers m for TX queue q; false (caller drops and counts) only if the device would not
   // take enough of the buffer to make room.
@@ -131,6 +146,8 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
   std::vector<TxQueue> tx_;
   TimingWheel<HeldPacket> wheel_;
   BurstFrames burst_frames_;  // each burst's frames as the pipeline sees them
+  uint64_t rules_generation_ = ~uint64_t{0};
+  uint64_t expire_interval_ns_ = 0;
   AtomicStats stats_;
 };
 

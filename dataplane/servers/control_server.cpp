@@ -8,15 +8,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "control_protocol.hpp"
-#include "counters_wire.hpp"
 
 namespace sluice {
 
 namespace {
-
-// How long one client may take to send its request line: it holds up the clients behind it.
-constexpr int kRequestTimeoutMs = 1000;
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -40,7 +35,9 @@ bool someone_listens(const sockaddr_un& addr) {
 }  // namespace
 
 Result<std::unique_ptr<ControlServer>> ControlServer::start(const std::string& path,
-                                                            std::string rules_yaml) {
+                                                            RuleSet startup_rules,
+                                                            RulesTarget* target,
+                                                            ControlLimits limits) {
   sockaddr_un addr;
   if (!fill_address(path, &addr))
     return make_error("--control " + path + ": a socket path must be 1 to " +
@@ -58,61 +55,40 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const std::string& p
       return make_error("--control " + path + ": another process (another sluiced?) listens there");
     unlink(path.c_str());  // stale: left by a process that did not stop cleanly
   }
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return make_error("--control: socket: " + errno_text());
   // Mode 0600 from the start (SPEC §4): no moment at which others could connect.
   const mode_t old_mask = umask(0177);
   const int bound = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
   const int bind_errno = errno;
   umask(old_mask);
-  if (bound != 0 || listen(fd, 16) != 0) {
+  if (bound != 0 || listen(fd, SOMAXCONN) != 0) {
     const std::string why = std::strerror(bound != 0 ? bind_errno : errno);
     close(fd);
     if (bound == 0) unlink(path.c_str());
     return make_error("--control " + path + ": cannot listen: " + why);
   }
-  std::unique_ptr<ControlServer> control(new ControlServer(path, std::move(rules_yaml)));
-  auto server = StreamServer::start(fd, [c = control.get()](int client) { c->serve_one(client); });
-  if (!server) {
+  std::unique_ptr<ControlServer> control(
+      new ControlServer(path, std::make_unique<ControlService>(target, std::move(startup_rules))));
+  auto loop = ControlLoop::start(fd, control->service_.get(), limits);
+  if (!loop) {
     unlink(path.c_str());
-    return make_error("--control: " + server.error().message);
+    return make_error("--control: " + loop.error().message);
   }
-  control->server_ = std::move(server).value();
+  control->loop_ = std::move(loop).value();
   return control;
 }
 
+ControlServer::ControlServer(std::string path, std::unique_ptr<ControlService> service)
+    : path_(std::move(path)), service_(std::move(service)) {}
+
 ControlServer::~ControlServer() {
-  server_.reset();
+  loop_.reset();
   unlink(path_.c_str());
 }
 
-void ControlServer::publish(const CountersSnapshot& snap) {
-  std::string text = encode_counters(snap);
-  std::lock_guard lock(mu_);
-  counters_text_ = std::move(text);
-  published_ = true;
-}
+void ControlServer::publish(const CountersSnapshot& snap) { service_->publish(snap); }
 
-std::string ControlServer::answer(std::string_view request) const {
-  if (request == control::kStats) {
-    std::lock_guard lock(mu_);
-    if (!published_) return control::error_reply("the dataplane is not set up yet");
-    return control::ok_reply(counters_text_);
-  }
-  if (request == control::kRules) return control::ok_reply(rules_yaml_);
-  std::string shown(request.substr(0, 64));
-  return control::error_reply("unknown request \"" + shown + "\" (sluiced answers: " +
-                              std::string(control::kStats) + ", " + std::string(control::kRules) +
-                              "; rules change only by restarting it with another --config)");
-}
-
-void ControlServer::serve_one(int fd) const {
-  std::string why;
-  std::string request = read_until(fd, "\n", control::kMaxRequestBytes, kRequestTimeoutMs, &why);
-  if (!why.empty()) return send_all(fd, control::error_reply(why));
-  if (const size_t nl = request.find('\n'); nl != std::string::npos) request.resize(nl);
-  if (!request.empty() && request.back() == '\r') request.pop_back();
-  send_all(fd, request.empty() ? control::error_reply("empty request") : answer(request));
-}
+size_t ControlServer::connections() const { return loop_ ? loop_->connections() : 0; }
 
 }  // namespace sluice

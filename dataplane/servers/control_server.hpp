@@ -1,32 +1,43 @@
 // sluiced's control socket (SPEC §1, §4: `--control SOCK`): a Unix stream socket, mode 0600,
-// served by a thread of its own with the protocol of control_protocol.hpp.
+// speaking the control protocol v2 (docs/CONTROL.md) to many clients at once.
 //
-// The server never touches the dataplane: the control loop publishes the counters every tick
-// and the server answers from that copy (as the telemetry commands do), so a slow or hostile
-// client can delay other clients, never a packet. Read-only for now: rules change only by
-// restarting sluiced with another --config.
+// One event-loop thread owns every connection, with non-blocking sockets: it reads what has
+// arrived, answers the quick requests (hello, stats) at once and hands the others (rules,
+// diffs, writes, flows) to one worker thread, which applies writes one at a time. So a
+// client that stalls, trickles a byte a second, never reads its reply or sends garbage holds
+// nothing but its own connection, which the deadlines below end; it delays no other client
+// and never a packet. Memory is bounded: one frame of at most 16 MiB per connection, at most
+// max_pending_bytes announced across them all, at most max_connections connections.
+//
+// Only the user who started sluiced (and root) may connect: a peer of another uid is refused
+// (SO_PEERCRED), even if the socket's mode were changed.
 #pragma once
 
+#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <string_view>
 
+#include "control_loop.hpp"
+#include "control_service.hpp"
 #include "counters.hpp"
 #include "result.hpp"
-#include "stream_server.hpp"
+#include "rules.hpp"
+#include "rules_target.hpp"
 
 namespace sluice {
 
 class ControlServer {
  public:
   // Listens at `path`, replacing a stale socket file (one nobody listens on) and creating its
-  // directory (mode 0700) if only that last level is missing. Errors: the
-  // path is too long for a socket, exists and is not a socket, another process listens
-  // there, or its directory does not take the socket. `rules_yaml`: the running rules.
+  // directory (mode 0700) if only that last level is missing. Errors: the path is too long
+  // for a socket, exists and is not a socket, another process listens there, or its
+  // directory does not take the socket. `target`: the running dataplane's rules (null: a
+  // read-only server answering `startup_rules`).
   static Result<std::unique_ptr<ControlServer>> start(const std::string& path,
-                                                      std::string rules_yaml);
-  // Stops serving (a request being answered is finished) and removes the socket file.
+                                                      RuleSet startup_rules,
+                                                      RulesTarget* target = nullptr,
+                                                      ControlLimits limits = {});
+  // Stops serving (a write being applied is finished) and removes the socket file.
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
@@ -34,20 +45,19 @@ class ControlServer {
   // Makes `snap` what `stats` answers. Until the first call, `stats` answers an error.
   void publish(const CountersSnapshot& snap);
 
-  // The reply to one request line (without its '\n'). Exposed for tests.
-  std::string answer(std::string_view request) const;
+  // Attaches the running dataplane's rules once it exists (the server starts before the EAL);
+  // null detaches it, waiting for a request using it. Until attached: read-only.
+  void set_target(RulesTarget* target) { service_->set_target(target); }
+
+  // Connections open now (for tests and the soak).
+  size_t connections() const;
 
  private:
-  ControlServer(std::string path, std::string rules_yaml)
-      : path_(std::move(path)), rules_yaml_(std::move(rules_yaml)) {}
-  void serve_one(int fd) const;
+  ControlServer(std::string path, std::unique_ptr<ControlService> service);
 
   const std::string path_;
-  const std::string rules_yaml_;
-  mutable std::mutex mu_;
-  std::string counters_text_;  // encode_counters() of the last publish(); guarded by mu_
-  bool published_ = false;     // guarded by mu_
-  std::unique_ptr<StreamServer> server_;  // last: stops before what it serves goes
+  std::unique_ptr<ControlService> service_;
+  std::unique_ptr<ControlLoop> loop_;  // last: stops before what it serves goes
 };
 
 }  // namespace sluice

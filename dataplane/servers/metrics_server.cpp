@@ -1,12 +1,11 @@
 #include "metrics_server.hpp"
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <httplib.h>
+#include <pthread.h>
 
-#include <cerrno>
-#include <cstring>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
 
 #include "counters_prometheus.hpp"
 
@@ -14,133 +13,193 @@ namespace sluice {
 
 namespace {
 
-constexpr size_t kMaxHeadBytes = 8192;
-constexpr int kRequestTimeoutMs = 2000;
+constexpr size_t kThreadStackBytes = size_t{1} << 20;
 
-std::string http_response(const char* status, std::string_view content_type,
-                          std::string_view body, bool head_only, const char* extra = "") {
-  std::string out = "HTTP/1.1 ";
-  out += status;
-  out += "\r\nContent-Type: ";
-  out += content_type;
-  out += "\r\nContent-Length: " + std::to_string(body.size());
-  out += "\r\nConnection: close\r\n";
-  out += extra;
-  out += "\r\n";
-  if (!head_only) out += body;
-  return out;
-}
+constexpr auto kShutdownWait = std::chrono::seconds(3);
+
+// httplib runs each connection as one task until it closes: a thread per task, at most
+// `max` at once; tasks beyond wait for one to end. The threads share the queue's state, so a
+// thread still serving a trickling client when sluiced stops outlives the queue safely.
+class ThreadPerConnection final : public httplib::TaskQueue {
+ public:
+  ThreadPerConnection(size_t max, std::shared_ptr<std::atomic<bool>> abandoned)
+      : state_(std::make_shared<State>()), abandoned_(std::move(abandoned)) {
+    state_->max = max;
+  }
+
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock lock(state_->mu);
+    if (state_->running >= state_->max || !start_locked(fn)) state_->waiting.push_back(std::move(fn));
+  }
+
+  // Waits for the connections to end, but not for ever: a client trickling a byte a second
+  // would hold sluiced's exit. Past the wait, the server is left to its threads (abandoned).
+  void shutdown() override {
+    std::unique_lock lock(state_->mu);
+    if (!state_->idle.wait_for(lock, kShutdownWait,
+                               [&] { return state_->running == 0 && state_->waiting.empty(); }))
+      abandoned_->store(true);
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable idle;
+    std::deque<std::function<void()>> waiting;
+    size_t running = 0;
+    size_t max = 0;
+  };
+  struct Task {
+    std::shared_ptr<State> state;
+    std::function<void()> fn;
+  };
+
+  static void* run(void* arg) {
+    std::unique_ptr<Task> task(static_cast<Task*>(arg));
+    State& st = *task->state;
+    for (;;) {
+      task->fn();
+      std::unique_lock lock(st.mu);
+      if (st.waiting.empty()) {
+        --st.running;
+        st.idle.notify_all();
+        return nullptr;
+      }
+      task->fn = std::move(st.waiting.front());
+      st.waiting.pop_front();
+    }
+  }
+
+  bool start_locked(const std::function<void()>& fn) {
+    auto* task = new Task{state_, fn};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, kThreadStackBytes);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    const bool started = pthread_create(&thread, &attr, run, task) == 0;
+    pthread_attr_destroy(&attr);
+    if (started) ++state_->running;
+    else delete task;  // no thread to be had: it waits for one that ends
+    return started;
+  }
+
+  std::shared_ptr<State> state_;
+  std::shared_ptr<std::atomic<bool>> abandoned_;
+};
 
 // Splits "host:port" / "[v6]:port" into its parts; false if it is neither.
-bool split_address(const std::string& address, std::string* host, std::string* port) {
+bool split_address(const std::string& address, std::string* host, int* port) {
   const size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return false;
   *host = address.substr(0, colon);
-  *port = address.substr(colon + 1);
+  const std::string digits = address.substr(colon + 1);
   if (host->front() == '[') {
     if (host->size() < 3 || host->back() != ']') return false;
     *host = host->substr(1, host->size() - 2);
   } else if (host->find(':') != std::string::npos) {
     return false;  // an IPv6 address needs its brackets
   }
-  for (char c : *port)
+  if (digits.size() > 5) return false;
+  for (char c : digits)
     if (c < '0' || c > '9') return false;
-  return port->size() <= 5 && std::stoul(*port) <= 65535;
+  *port = std::stoi(digits);
+  return *port <= 65535;
 }
+
+std::chrono::milliseconds ms(int n) { return std::chrono::milliseconds(n); }
 
 }  // namespace
 
-Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& address) {
+Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& address,
+                                                            MetricsLimits limits) {
   const std::string where = "--metrics " + address + ": ";
-  std::string host, port;
+  std::string host;
+  int port = 0;
   if (!split_address(address, &host, &port))
     return make_error(where + "expected HOST:PORT (e.g. 127.0.0.1:9100 or [::1]:9100)");
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0)
+  if (const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0)
     return make_error(where + "cannot resolve " + host + ": " + gai_strerror(rc));
-  std::string why = "no address";
-  int fd = -1;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      why = std::strerror(errno);
-      continue;
-    }
-    const int on = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 16) != 0) {
-      why = std::strerror(errno);
-      close(fd);
-      fd = -1;
-    }
-  }
   freeaddrinfo(found);
-  if (fd < 0) return make_error(where + "cannot listen: " + why);
 
-  sockaddr_storage bound{};
-  socklen_t len = sizeof bound;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  const uint16_t bound_port = ntohs(bound.ss_family == AF_INET6
-                                        ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  std::unique_ptr<MetricsServer> metrics(new MetricsServer(bound_port));
-  auto server = StreamServer::start(fd, [m = metrics.get()](int client) { m->serve_one(client); });
-  if (!server) return make_error(where + server.error().message);
-  metrics->server_ = std::move(server).value();
-  return metrics;
+  std::unique_ptr<MetricsServer> m(new MetricsServer());
+  m->http_ = std::make_unique<httplib::Server>();
+  httplib::Server& http = *m->http_;
+  const size_t max_connections = limits.max_connections;
+  auto abandoned = m->abandoned_;
+  http.new_task_queue = [max_connections, abandoned] {
+    return new ThreadPerConnection(max_connections, abandoned);
+  };
+  http.set_read_timeout(ms(limits.read_timeout_ms));
+  http.set_write_timeout(ms(limits.write_timeout_ms));
+  http.set_keep_alive_timeout(std::max(1, limits.keep_alive_timeout_ms / 1000));
+  http.set_keep_alive_max_count(100);
+  http.set_payload_max_length(4096);  // a scrape has no body
+  // Not httplib's default SO_REUSEPORT, which would let a second sluiced bind the same port
+  // and share its scrapes; and the listening socket kept, for its backlog below.
+  auto listen_fd = std::make_shared<int>(-1);
+  http.set_socket_options([listen_fd](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    *listen_fd = sock;
+  });
+  http.Get("/metrics", [published = m->published_](const httplib::Request&, httplib::Response& res) {
+    std::string body;
+    {
+      std::lock_guard lock(published->mu);
+      if (!published->published) {
+        res.status = 503;
+        res.set_content("the dataplane is not set up yet\n", "text/plain; charset=utf-8");
+        return;
+      }
+      body = counters_to_prometheus(published->snapshot);
+    }
+    res.set_content(std::move(body), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 404 && req.path != "/metrics")
+      res.set_content("sluiced serves its counters at /metrics\n", "text/plain; charset=utf-8");
+  });
+  // No exception of a handler reaches httplib's threads.
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    res.status = 500;
+    res.set_content("internal error\n", "text/plain; charset=utf-8");
+  });
+  int bound = 0;
+  if (port == 0) {
+    bound = http.bind_to_any_port(host);
+    if (bound <= 0) return make_error(where + "cannot listen: " + std::strerror(errno));
+  } else {
+    if (!http.bind_to_port(host, port)) return make_error(where + "cannot listen: " + std::strerror(errno));
+    bound = port;
+  }
+  // httplib listens with a backlog of 5: a burst of connections (a thousand scrapers, or
+  // idle ones) would have their SYNs dropped and retried after a second. Listening again on
+  // the same socket only raises the backlog.
+  if (*listen_fd >= 0) listen(*listen_fd, SOMAXCONN);
+  m->port_ = uint16_t(bound);
+  m->thread_ = std::thread([http = m->http_.get()] { http->listen_after_bind(); });
+  // httplib's stop() does nothing to a server not yet running: wait until it is, so that
+  // destroying this at once still ends the thread.
+  while (!m->http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return m;
+}
+
+MetricsServer::~MetricsServer() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+  // Threads still serving a client use the server: it stays, a deliberate leak at exit.
+  if (abandoned_->load()) (void)http_.release();
 }
 
 void MetricsServer::publish(const CountersSnapshot& snap) {
-  std::lock_guard lock(mu_);
-  snapshot_ = snap;
-  published_ = true;
-}
-
-std::string MetricsServer::respond(std::string_view head) const {
-  constexpr std::string_view kText = "text/plain; charset=utf-8";
-  const size_t line_end = head.find("\r\n");
-  const std::string_view line = head.substr(0, line_end);
-  const size_t sp1 = line.find(' ');
-  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos || line.substr(sp2 + 1).rfind("HTTP/", 0) != 0)
-    return http_response("400 Bad Request", kText, "not an HTTP request\n", false);
-  const std::string_view method = line.substr(0, sp1);
-  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  target = target.substr(0, target.find('?'));
-  const bool head_only = method == "HEAD";
-  if (method != "GET" && !head_only)
-    return http_response("405 Method Not Allowed", kText, "only GET and HEAD\n", false,
-                         "Allow: GET, HEAD\r\n");
-  if (target != "/metrics")
-    return http_response("404 Not Found", kText, "sluiced serves its counters at /metrics\n",
-                         head_only);
-  std::string body;
-  {
-    std::lock_guard lock(mu_);
-    if (!published_)
-      return http_response("503 Service Unavailable", kText, "the dataplane is not set up yet\n",
-                           head_only);
-    body = counters_to_prometheus(snapshot_);
-  }
-  return http_response("200 OK", "text/plain; version=0.0.4; charset=utf-8", body, head_only);
-}
-
-void MetricsServer::serve_one(int fd) const {
-  std::string why;
-  const std::string head = read_until(fd, "\r\n\r\n", kMaxHeadBytes, kRequestTimeoutMs, &why);
-  if (!why.empty()) {
-    send_all(fd, http_response(why.find("longer") != std::string::npos
-                                   ? "431 Request Header Fields Too Large"
-                                   : "408 Request Timeout",
-                               "text/plain; charset=utf-8", why + "\n", false));
-    return;
-  }
-  if (head.empty()) return;  // connected and hung up
-  send_all(fd, respond(head));
+  std::lock_guard lock(published_->mu);
+  published_->snapshot = snap;
+  published_->published = true;
 }
 
 }  // namespace sluice

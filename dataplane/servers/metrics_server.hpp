@@ -2,43 +2,67 @@
 // operator names (nothing listens on the network otherwise, SPEC §4), serving the counters
 // in the Prometheus text format at /metrics (counters_prometheus.hpp). Like the control
 // socket, it answers from the copy the control loop publishes every tick.
+//
+// Served by cpp-httplib (Debian libcpp-httplib-dev). It, like civetweb, gives each
+// connection a thread for as long as it is open, so a fixed pool is exhausted by as many idle
+// or stalled clients as it has threads; we give it a task queue of our own that starts a
+// thread per connection (small stacks) up to max_connections, so idle, trickling and
+// never-reading clients hold only their own thread until their timeout, and every other
+// scrape is answered at once. Why httplib over civetweb: the task queue is a supported hook,
+// timeouts are per connection with sub-second resolution, and it is plain C++.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <string_view>
+#include <thread>
 
 #include "counters.hpp"
 #include "result.hpp"
-#include "stream_server.hpp"
+
+namespace httplib {
+class Server;
+}
 
 namespace sluice {
+
+struct MetricsLimits {
+  size_t max_connections = 1024;  // open at once; more wait for a thread
+  int read_timeout_ms = 2000;     // per read of a request
+  int write_timeout_ms = 2000;    // per write of a reply: a client that never reads is dropped
+  int keep_alive_timeout_ms = 2000;  // idle between requests
+};
 
 class MetricsServer {
  public:
   // `address`: HOST:PORT, HOST a name or an IPv4 address, or [IPv6]:PORT; PORT 0 picks a
   // free one (see port()). Errors: a malformed address, a host that does not resolve, an
   // address that cannot be bound (in use, not local).
-  static Result<std::unique_ptr<MetricsServer>> start(const std::string& address);
-  ~MetricsServer() = default;
+  static Result<std::unique_ptr<MetricsServer>> start(const std::string& address,
+                                                      MetricsLimits limits = {});
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
 
   void publish(const CountersSnapshot& snap);
   uint16_t port() const { return port_; }
 
-  // The whole HTTP response to a request whose head is `head`. Exposed for tests.
-  std::string respond(std::string_view head) const;
-
  private:
-  explicit MetricsServer(uint16_t port) : port_(port) {}
-  void serve_one(int fd) const;
+  MetricsServer() = default;
 
-  const uint16_t port_;
-  mutable std::mutex mu_;
-  CountersSnapshot snapshot_;  // guarded by mu_
-  bool published_ = false;     // guarded by mu_
-  std::unique_ptr<StreamServer> server_;  // last: stops before what it serves goes
+  uint16_t port_ = 0;
+  // What /metrics answers; shared with the handler, which may outlive this (see ~).
+  struct Published {
+    std::mutex mu;
+    CountersSnapshot snapshot;  // guarded by mu
+    bool published = false;     // guarded by mu
+  };
+  std::shared_ptr<Published> published_ = std::make_shared<Published>();
+  std::shared_ptr<std::atomic<bool>> abandoned_ = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
 };
 
 }  // namespace sluice

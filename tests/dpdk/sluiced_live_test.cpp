@@ -150,7 +150,7 @@ std::string get_metrics(uint16_t port) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string out;
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    const std::string req = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    const std::string req = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
     send(fd, req.data(), req.size(), MSG_NOSIGNAL);
     char buf[4096];
     ssize_t n;
@@ -195,7 +195,7 @@ TEST_F(SluicedLive, MetricsServesTheLiveCountersForPrometheus) {
   }
   EXPECT_GE(metric(r, "sluice_port_rx_packets_total{port=\"0\"}"), metric(r, matched));
   EXPECT_GE(metric(r, "sluice_dataplane_rx_packets_total"), metric(r, matched));
-  EXPECT_GT(metric(r, "sluice_dataplane_mbufs_total"), 0);
+  EXPECT_GT(metric(r, "sluice_dataplane_mbufs_capacity"), 0);
 
   p.signal(SIGINT);
   ASSERT_EQ(p.wait_exit(30s), 0) << p.err();

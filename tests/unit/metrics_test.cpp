@@ -1,11 +1,21 @@
-// sluiced's metrics (SPEC §5 `--metrics`): the Prometheus text rendering, and the HTTP
-// endpoint on a real loopback TCP socket (no DPDK; the live one is in
-// tests/dpdk/sluiced_live_test.cpp).
+// sluiced's metrics (SPEC §5 `--metrics`): the Prometheus text rendering (checked by
+// promtool), and the HTTP endpoint (cpp-httplib) on a real loopback TCP socket, also under
+// abuse: idle, half-sent, trickling and never-reading clients delay no other scrape (no
+// DPDK; the live one is in tests/dpdk/sluiced_live_test.cpp).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <vector>
 
 #include <cstring>
 #include <map>
@@ -34,7 +44,8 @@ CountersSnapshot sample() {
   s.default_rule.traffic.add(Outcome::passed, 64);
   s.ports.push_back({0, 10, 8, 2, 640, 512});
   s.ports.push_back({1, 8, 10, 0, 512, 640});
-  s.dataplane = {{"dropped_shaper_full", 3, false}, {"mbufs_in_use", 12, true}};
+  s.dataplane = {{"dropped_shaper_full", 3, false}, {"mbufs_total", 8191, true},
+                 {"mbufs_in_use", 12, true}};
   return s;
 }
 
@@ -70,8 +81,11 @@ TEST(Prometheus, EveryCounterOfEveryRuleTheDefaultAndThePorts) {
   EXPECT_EQ(s.at("sluice_dataplane_dropped_shaper_full_total"), 3u);
   EXPECT_EQ(s.at("sluice_dataplane_mbufs_in_use"), 12u);
   EXPECT_NE(text.find("# TYPE sluice_dataplane_mbufs_in_use gauge\n"), std::string::npos);
-  // 2 rules x 11 outcomes x 2 families + 2 x 2 flow gauges/counters + 2 ports x 5 + 2.
-  EXPECT_EQ(s.size(), 2u * kOutcomeCount * 2 + 4 + 10 + 2);
+  // A gauge must not end in _total (promtool): the pool's size is its capacity.
+  EXPECT_EQ(s.at("sluice_dataplane_mbufs_capacity"), 8191u);
+  EXPECT_EQ(text.find("sluice_dataplane_mbufs_total"), std::string::npos);
+  // 2 rules x 11 outcomes x 2 families + 2 x 2 flow gauges/counters + 2 ports x 5 + 3.
+  EXPECT_EQ(s.size(), 2u * kOutcomeCount * 2 + 4 + 10 + 3);
   // Each family declared once, before its samples.
   for (const char* family : {"sluice_packets_total counter", "sluice_active_flows gauge",
                              "sluice_port_rx_packets_total counter"}) {
@@ -95,7 +109,11 @@ std::string http(uint16_t port, const std::string& request) {
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
-  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  // One request per connection: the server would keep an HTTP/1.1 one open for the next.
+  std::string req = request;
+  if (req.find("HTTP/1.1\r\n") != std::string::npos && req.find("Connection:") == std::string::npos)
+    req.insert(req.find("\r\n") + 2, "Connection: close\r\n");
+  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   std::string out;
   char buf[4096];
   ssize_t n;
@@ -140,15 +158,169 @@ TEST(MetricsServer, BadRequestsGetTheirStatusAndChangeNothing) {
   ASSERT_TRUE(m) << m.error().message;
   (*m)->publish(sample());
   const uint16_t port = (*m)->port();
-  EXPECT_EQ(http(port, "GET / HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 404 ", 0), 0u);
-  const std::string post = http(port, "POST /metrics HTTP/1.1\r\n\r\n");
-  EXPECT_EQ(post.rfind("HTTP/1.1 405 ", 0), 0u);
-  EXPECT_NE(post.find("Allow: GET, HEAD"), std::string::npos);
+  const std::string root = http(port, "GET / HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(root.rfind("HTTP/1.1 404 ", 0), 0u) << root;
+  EXPECT_NE(root.find("sluiced serves its counters at /metrics"), std::string::npos);
+  EXPECT_EQ(http(port, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n").rfind("HTTP/1.1 404 ", 0), 0u);
   EXPECT_EQ(http(port, "hello\r\n\r\n").rfind("HTTP/1.1 400 ", 0), 0u);
-  EXPECT_EQ(http(port, "GET /metrics HTTP/1.1\r\nX: " + std::string(10000, 'a') + "\r\n\r\n")
-                .rfind("HTTP/1.1 431 ", 0),
-            0u);
+  EXPECT_EQ(http(port, std::string("\x00\xff\x13garbage\r\n\r\n", 14)).rfind("HTTP/1.1 400 ", 0), 0u);
+  const std::string big_head = http(port, "GET /metrics HTTP/1.1\r\nX: " + std::string(10000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(big_head.find("200 OK"), std::string::npos) << big_head.substr(0, 80);
   EXPECT_EQ(http(port, "GET /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200 ", 0), 0u);
+}
+
+int connect_loopback(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// 20 scrapes, each on a new connection: their latencies in ms, sorted (1e9: no 200).
+std::vector<double> scrape_latencies(uint16_t port) {
+  std::vector<double> ms;
+  for (int i = 0; i < 20; ++i) {
+    const auto t = Clock::now();
+    const bool ok = http(port, "GET /metrics HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200 ", 0) == 0;
+    ms.push_back(ok ? std::chrono::duration<double, std::milli>(Clock::now() - t).count() : 1e9);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
+// "Other clients answered within 100 ms": 18 of 20 well within it, none near a timeout.
+void expect_prompt(const std::vector<double>& ms) {
+  EXPECT_LT(ms[17], 100.0) << "p90 " << ms[17] << " ms, max " << ms.back() << " ms";
+  EXPECT_LT(ms.back(), 1000.0) << "max " << ms.back() << " ms";
+}
+
+CountersSnapshot many_rules(int n) {
+  CountersSnapshot s = sample();
+  for (int i = 0; i < n; ++i) {
+    RuleSnapshot r = s.rules[0];
+    r.name = "bulk-" + std::to_string(i);
+    s.rules.push_back(r);
+  }
+  return s;
+}
+
+TEST(MetricsServer, AThousandIdleConnectionsAndOthersAreStillAnswered) {
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_cur < 4096) {
+    lim.rlim_cur = 4096;
+    lim.rlim_max = std::max<rlim_t>(lim.rlim_max, 4096);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0) << std::strerror(errno);
+  }
+  MetricsLimits limits;
+  limits.keep_alive_timeout_ms = 5000;  // longer than the test: they stay idle throughout
+  limits.read_timeout_ms = 5000;
+  auto m = MetricsServer::start("127.0.0.1:0", limits);
+  ASSERT_TRUE(m) << m.error().message;
+  (*m)->publish(sample());
+  std::vector<int> idle;
+  for (int i = 0; i < 1000; ++i) {
+    const int fd = connect_loopback((*m)->port());
+    ASSERT_GE(fd, 0) << i;
+    idle.push_back(fd);
+  }
+  // Half of them also began a request and stopped (a byte, then nothing).
+  for (size_t i = 0; i < idle.size(); i += 2) send(idle[i], "G", 1, MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  expect_prompt(scrape_latencies((*m)->port()));
+  for (int fd : idle) close(fd);
+}
+
+TEST(MetricsServer, AClientThatNeverReadsOrTricklesDelaysNoOtherScrape) {
+  MetricsLimits limits;
+  limits.write_timeout_ms = 500;
+  auto m = MetricsServer::start("127.0.0.1:0", limits);
+  ASSERT_TRUE(m) << m.error().message;
+  (*m)->publish(many_rules(3000));  // a body of megabytes, far over a socket buffer
+  const uint16_t port = (*m)->port();
+  std::vector<int> deaf;
+  for (int i = 0; i < 10; ++i) {
+    const int fd = connect_loopback(port);
+    const int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    const std::string get = "GET /metrics HTTP/1.1\r\n\r\n";
+    send(fd, get.data(), get.size(), MSG_NOSIGNAL);
+    deaf.push_back(fd);
+  }
+  std::atomic<bool> stop{false};
+  std::thread trickler([&] {
+    const int fd = connect_loopback(port);
+    const std::string get = "GET /metrics HTTP/1.1\r\nHost: slow\r\n\r\n";
+    for (size_t i = 0; i < get.size() && !stop; ++i) {
+      send(fd, get.data() + i, 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    close(fd);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (*m)->publish(sample());  // small scrapes for the timing
+  expect_prompt(scrape_latencies(port));
+  stop = true;
+  trickler.join();
+  for (int fd : deaf) close(fd);
+}
+
+TEST(MetricsServer, AHundredMegabyteRequestIsRefusedWithoutBeingRead) {
+  auto m = MetricsServer::start("127.0.0.1:0");
+  ASSERT_TRUE(m) << m.error().message;
+  (*m)->publish(sample());
+  const int fd = connect_loopback((*m)->port());
+  ASSERT_GE(fd, 0);
+  const std::string head = "POST /metrics HTTP/1.1\r\nContent-Length: 100000000\r\n\r\n";
+  send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  const std::string chunk(1 << 16, 'x');
+  for (int i = 0; i < 16; ++i) send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  std::string out;
+  char buf[4096];
+  timeval tv{3, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ssize_t n;
+  while (out.find("\r\n\r\n") == std::string::npos && (n = recv(fd, buf, sizeof buf, 0)) > 0)
+    out.append(buf, size_t(n));
+  close(fd);
+  EXPECT_EQ(out.rfind("HTTP/1.1 413 ", 0), 0u) << out.substr(0, 80);
+  expect_prompt(scrape_latencies((*m)->port()));
+}
+
+// promtool (Debian package prometheus) on a real scrape: no finding at all.
+TEST(MetricsServer, AScrapePassesPromtoolCheckMetrics) {
+  const char* promtool = "/usr/bin/promtool";
+  if (access(promtool, X_OK) != 0)
+    GTEST_SKIP() << "promtool is not installed (Debian package prometheus); scripts/setup-deps.sh installs it";
+  auto m = MetricsServer::start("127.0.0.1:0");
+  ASSERT_TRUE(m) << m.error().message;
+  CountersSnapshot s = many_rules(3);
+  s.dataplane.push_back({"mbufs_kept_by_drivers", 4, true});
+  s.dataplane.push_back({"rx_packets", 1000, false});
+  (*m)->publish(s);
+  const std::string body = body_of(http((*m)->port(), "GET /metrics HTTP/1.1\r\n\r\n"));
+  ASSERT_FALSE(body.empty());
+  const std::string file = ::testing::TempDir() + "sluice-scrape-" + std::to_string(getpid()) + ".txt";
+  std::ofstream(file) << body;
+  const std::string cmd = std::string(promtool) + " check metrics < " + file + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  std::remove(file.c_str());
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "") << "promtool findings:\n" << out;
 }
 
 TEST(MetricsServer, RefusesMalformedAndBusyAddresses) {

@@ -1,7 +1,8 @@
 // sluicectl as a binary (SPEC §1): exit codes 0 / 1 / 2 with a message that says what was
-// wrong, `config check` without any backend, and stats / rule list / rule show / config save
-// against a real ControlServer hosted by this test on a Unix socket (no DPDK needed; the
-// live dataplane's own socket is tested in tests/dpdk/sluiced_live_test.cpp).
+// wrong, `config check` without any backend, and every command (reads and writes) against a
+// real ControlServer hosted by this test on a Unix socket, its rules applied to a RulesTarget
+// over a real core Pipeline (no DPDK needed; the live dataplane's own socket is tested in
+// tests/dpdk/sluiced_live_test.cpp).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,7 +17,9 @@
 #include "../e2e/mini_json.hpp"
 #include "child_process.hpp"
 #include "control_server.hpp"
+#include "pipeline_rules_target.hpp"
 #include "rules_loader.hpp"
+#include "stats_rates.hpp"
 
 using namespace sluice;
 using namespace std::chrono_literals;
@@ -57,6 +60,7 @@ class SluicectlCli : public ::testing::Test {
   }
   void TearDown() override {
     server_.reset();
+    target_.reset();
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
@@ -75,7 +79,9 @@ class SluicectlCli : public ::testing::Test {
   void serve(const CountersSnapshot& snap) {
     auto rules = load_rules_text(kRules, "rules.yaml");
     ASSERT_TRUE(rules) << rules.error().message;
-    auto server = ControlServer::start(path("s.sock"), dump_rules_yaml(*rules));
+    target_ = test::PipelineRulesTarget::create(*rules);
+    ASSERT_TRUE(target_);
+    auto server = ControlServer::start(path("s.sock"), *rules, target_.get());
     ASSERT_TRUE(server) << server.error().message;
     server_ = std::move(server).value();
     server_->publish(snap);
@@ -83,6 +89,7 @@ class SluicectlCli : public ::testing::Test {
 
   std::string bin_;
   fs::path dir_;
+  std::unique_ptr<test::PipelineRulesTarget> target_;
   std::unique_ptr<ControlServer> server_;
 };
 
@@ -126,16 +133,22 @@ TEST_F(SluicectlCli, BadUsageIsExit2WithTheReason) {
   } cases[] = {
       {{}, "no command"},
       {{"frobnicate"}, "unknown command \"frobnicate\""},
-      {{"rule"}, "unknown command \"rule\""},
-      {{"--colour", "stats"}, "unknown option --colour"},
-      {{"--socket"}, "--socket needs a value"},
+      {{"rule"}, "rule: needs a command: list, show, add, set, del"},
+      {{"rule", "frob"}, "unknown command \"rule frob\""},
+      {{"--colour", "stats"}, "not expected: --colour"},
+      {{"--socket"}, "--socket: 1 required TEXT missing"},
       {{"stats", "--count", "3"}, "only with --watch"},
-      {{"stats", "--watch", "soon"}, "not a number of seconds"},
-      {{"stats", "--verbose"}, "unknown argument --verbose"},
-      {{"rule", "list", "extra"}, "takes no arguments"},
-      {{"config", "check"}, "needs one rules file"},
-      {{"rule", "add", "x"}, "not available in this build"},
-      {{"config", "load", "f.yaml"}, "not available in this build"},
+      {{"stats", "--watch", "soon"}, "--watch: Value soon not in range"},
+      {{"stats", "--verbose"}, "not expected: --verbose"},
+      {{"rule", "list", "extra"}, "not expected: extra"},
+      {{"config", "check"}, "FILE is required"},
+      {{"rule", "add"}, "FILE is required"},
+      {{"rule", "set", "x"}, "nothing to change"},
+      {{"rule", "set", "x", "--field", "rate"}, "expected KEY=VALUE"},
+      {{"flows", "top", "0"}, "N: Value 0 not in range 1 to 10000"},
+      {{"flows", "top", "3", "--by", "size"}, "--by: size not in {pps,bps}"},
+      {{"rule", "add", path("none.yaml")}, "none.yaml: cannot open"},
+      {{"xdp", "attach", "veth0"}, "not available in this build"},
       {{"--xdp", "veth0", "stats"}, "XDP backend is not available"},
   };
   for (const auto& c : cases) {
@@ -145,7 +158,21 @@ TEST_F(SluicectlCli, BadUsageIsExit2WithTheReason) {
   }
   Exit help = run({"--help"});
   EXPECT_EQ(help.code, 0);
-  EXPECT_NE(help.out.find("usage: sluicectl"), std::string::npos);
+  EXPECT_NE(help.out.find("Usage: sluicectl"), std::string::npos);
+  // Every command has a --help of its own, generated from its declared options.
+  for (const std::vector<std::string>& cmd :
+       {std::vector<std::string>{"stats"}, {"rule", "list"}, {"rule", "show"}, {"rule", "add"},
+        {"rule", "set"}, {"rule", "del"}, {"config", "check"}, {"config", "save"},
+        {"config", "load"}, {"config", "diff"}, {"flows", "top"}}) {
+    std::vector<std::string> args = cmd;
+    args.push_back("--help");
+    Exit h = run(args);
+    EXPECT_EQ(h.code, 0) << args[0];
+    std::string usage = "Usage: sluicectl";
+    for (const std::string& w : cmd) usage += " " + w;
+    EXPECT_NE(h.out.find(usage), std::string::npos) << h.out;
+  }
+  EXPECT_NE(run({"rule", "set", "--help"}).out.find("--rate"), std::string::npos);
 }
 
 TEST_F(SluicectlCli, EmptyAndOverLongPathsAreBadUsage) {
@@ -214,8 +241,8 @@ TEST_F(SluicectlCli, WatchRepeatsTheReportCountTimes) {
   Exit r = run({"--socket", path("s.sock"), "stats", "--watch", "0.05", "--count", "3"});
   ASSERT_EQ(r.code, 0) << r.err;
   size_t tables = 0;
-  for (size_t at = r.out.find("\nudp-only"); at != std::string::npos;
-       at = r.out.find("\nudp-only", at + 1))
+  for (size_t at = r.out.find("\ndataplane:"); at != std::string::npos;
+       at = r.out.find("\ndataplane:", at + 1))
     ++tables;
   EXPECT_EQ(tables, 3u) << r.out;
 }
@@ -235,7 +262,7 @@ TEST_F(SluicectlCli, RuleListShowAndConfigSaveGiveTheRunningRules) {
   auto one = load_rules_text("rules:\n" + show.out, "shown");
   ASSERT_TRUE(one) << one.error().message;
   EXPECT_EQ(one->rules.at(0).burst, 3000u);
-  Exit unknown = run({"--socket", path("s.sock"), "rule", "show", "nope"});
+  Exit unknown = run({"--socket", path("s.sock"), "rule", "show", "nope"});  // NOLINT
   EXPECT_EQ(unknown.code, 2);
   EXPECT_NE(unknown.err.find("no rule named \"nope\""), std::string::npos) << unknown.err;
 
@@ -250,6 +277,133 @@ TEST_F(SluicectlCli, RuleListShowAndConfigSaveGiveTheRunningRules) {
   EXPECT_EQ(unwritable.code, 1);
   EXPECT_NE(unwritable.err.find(path("no/such/dir.yaml") + ": cannot create: No such file"),
             std::string::npos) << unwritable.err;
+}
+
+TEST_F(SluicectlCli, RuleSetAddDelPrintWhatChangedAndTheRulesFollow) {
+  serve(counters());
+  const std::string sock = path("s.sock");
+  Exit set = run({"--socket", sock, "rule", "set", "udp-only", "--rate", "2kpps", "--burst", "20"});
+  ASSERT_EQ(set.code, 0) << set.err;
+  EXPECT_EQ(set.out, "~ udp-only: rate, burst (buckets kept)\n"
+                     "2 rules: 0 added, 1 changed, 0 removed, 1 unchanged\ngeneration 2\n");
+  EXPECT_EQ(target_->rules().rules[0].burst, 20u);
+
+  std::ofstream(path("new.yaml")) << "name: dns\nmatch: {proto: udp, dst-port: 53}\nkey: src-ip\n"
+                                     "rate: 100pps\nburst: 5\naction: drop\n";
+  Exit add = run({"--socket", sock, "rule", "add", path("new.yaml"), "--before", "udp-only"});
+  ASSERT_EQ(add.code, 0) << add.err;
+  EXPECT_NE(add.out.find("+ dns (added)\n"), std::string::npos) << add.out;
+  EXPECT_NE(add.out.find("3 rules: 1 added, 0 changed, 0 removed, 2 unchanged\n"), std::string::npos) << add.out;
+  EXPECT_EQ(target_->rules().rules.at(0).name, "dns");
+
+  // From stdin.
+  std::ofstream(path("more.yaml")) << "rules:\n  - {name: icmp, match: {proto: icmp}, key: none, rate: 10pps, burst: 2}\n";
+  ChildProcess piped({"/bin/sh", "-c", bin_ + " --socket " + sock + " rule add - < " + path("more.yaml")});
+  ASSERT_EQ(piped.wait_exit(30s), 0) << piped.err();
+  EXPECT_NE(piped.out().find("+ icmp (added)"), std::string::npos) << piped.out();
+
+  Exit del = run({"--socket", sock, "rule", "del", "icmp"});
+  ASSERT_EQ(del.code, 0) << del.err;
+  EXPECT_NE(del.out.find("- icmp (removed)\n"), std::string::npos) << del.out;
+  EXPECT_EQ(target_->rules().rules.size(), 3u);
+  EXPECT_EQ(target_->generation(), 5u);
+}
+
+TEST_F(SluicectlCli, RefusedWritesExitWithTheirClassAndChangeNothing) {
+  serve(counters());
+  const std::string sock = path("s.sock");
+  std::ofstream(path("bad.yaml")) << "name: x\nkey: none\nrate: fast\nburst: 5\n";
+  const struct {
+    std::vector<std::string> args;
+    int code;
+    const char* says;
+  } cases[] = {
+      {{"rule", "add", path("bad.yaml")}, 2, "bad.yaml:3:"},
+      {{"config", "load", path("bad.yaml")}, 2, "bad.yaml:"},
+      {{"rule", "set", "udp-only", "--rate", "0pps"}, 2, "rule set udp-only: "},
+      {{"rule", "set", "ghost", "--rate", "1kpps"}, 2, "no rule of that name"},
+      {{"rule", "del", "ghost"}, 2, "no rule of that name"},
+      {{"rule", "del", "udp-only", "--expect-generation", "9"}, 1,
+       "rules changed since generation 9 (now 1)"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"--socket", sock};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    Exit r = run(args);
+    EXPECT_EQ(r.code, c.code) << c.says << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(target_->generation(), 1u);
+  EXPECT_EQ(target_->applies(), 1);
+}
+
+TEST_F(SluicectlCli, ConfigDiffShowsAndConfigLoadApplies) {
+  serve(counters());
+  const std::string sock = path("s.sock");
+  std::ofstream(path("next.yaml")) << "default: {action: drop}\nrules:\n"
+                                      "  - {name: udp-only, match: {proto: udp}, key: src-ip, rate: 1kpps, burst: 10, action: drop}\n"
+                                      "  - {name: fresh, key: none, rate: 5pps, burst: 1}\n";
+  Exit diff = run({"--socket", sock, "config", "diff", path("next.yaml")});
+  ASSERT_EQ(diff.code, 0) << diff.err;
+  EXPECT_EQ(diff.out, "~ default: action\n~ udp-only: key (new buckets)\n+ fresh (added)\n"
+                      "- per-source (removed)\n2 rules: 1 added, 1 changed, 1 removed, 0 unchanged\n");
+  EXPECT_EQ(target_->generation(), 1u) << "a diff applies nothing";
+  Exit load = run({"--socket", sock, "config", "load", path("next.yaml"), "--expect-generation", "1"});
+  ASSERT_EQ(load.code, 0) << load.err;
+  EXPECT_EQ(load.out, diff.out + "generation 2\n");
+  EXPECT_EQ(target_->rules().default_action.kind, ActionKind::drop);
+}
+
+TEST_F(SluicectlCli, FlowsTopListsTheBusiestFlowsInTheOrderAsked) {
+  serve(counters());
+  target_->add_flow({"per-source", "192.0.2.1", 100, 1e6});
+  target_->add_flow({"per-source", "192.0.2.2", 300, 2e5});
+  target_->add_flow({"udp-only", "all", 50, 5e6});
+  Exit pps = run({"--socket", path("s.sock"), "flows", "top", "2"});
+  ASSERT_EQ(pps.code, 0) << pps.err;
+  EXPECT_LT(pps.out.find("192.0.2.2"), pps.out.find("192.0.2.1")) << pps.out;
+  EXPECT_EQ(pps.out.find("udp-only  all"), std::string::npos) << pps.out;
+  Exit bps = run({"--socket", path("s.sock"), "flows", "top", "5", "--by", "bps", "--rule", "per-source"});
+  ASSERT_EQ(bps.code, 0) << bps.err;
+  EXPECT_LT(bps.out.find("192.0.2.1"), bps.out.find("192.0.2.2")) << bps.out;
+  EXPECT_EQ(bps.out.find("udp-only"), std::string::npos) << bps.out;
+}
+
+TEST_F(SluicectlCli, StatsWatchPrintsRatesPerSecondBesideTheTotals) {
+  serve(counters());
+  Exit r = run({"--socket", path("s.sock"), "stats", "--watch", "0.2", "--count", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The first report has no rates (nothing to compare with), the second does.
+  const size_t rates = r.out.find("per second");
+  ASSERT_NE(rates, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("per second", rates + 1), std::string::npos);
+  EXPECT_NE(r.out.find("matched/s"), std::string::npos);
+}
+
+TEST(StatsRates, PerSecondBetweenTwoReadsByRuleNameDefaultAndPort) {
+  CountersSnapshot a, b;
+  RuleSnapshot r;
+  r.name = "web";
+  a.rules.push_back(r);
+  for (int i = 0; i < 100; ++i) r.traffic.add(Outcome::matched, 125);
+  for (int i = 0; i < 40; ++i) r.traffic.add(Outcome::dropped, 125);
+  b.rules.push_back(r);
+  RuleSnapshot added;
+  added.name = "new";
+  added.traffic.add(Outcome::passed, 64);
+  b.rules.push_back(added);
+  a.ports.push_back({0, 10, 0, 0, 0, 0});
+  b.ports.push_back({0, 30, 4, 0, 0, 0});
+  const std::string t = ctl::rates_table(a, b, 2.0);
+  // web: 100 matched over 2 s = 50/s, 40 dropped = 20/s, 100 x 125 B x 8 / 2 s = 50000 bit/s.
+  EXPECT_NE(t.find("web"), std::string::npos) << t;
+  EXPECT_NE(t.find("50.0"), std::string::npos) << t;
+  EXPECT_NE(t.find("20.0"), std::string::npos) << t;
+  EXPECT_NE(t.find("50000.0"), std::string::npos) << t;
+  EXPECT_NE(t.find("port 0: rx/s 10.0  tx/s 2.0  missed/s 0.0"), std::string::npos) << t;
+  // A counter that went backwards (a rule re-added) is 0, not a huge number.
+  const std::string back = ctl::rates_table(b, a, 1.0);
+  EXPECT_EQ(back.find("18446"), std::string::npos) << back;
 }
 
 }  // namespace

@@ -1,0 +1,38 @@
+// What sluicectl's command implementations share (commands.cpp, write_commands.cpp).
+#pragma once
+
+#include <string>
+
+#include "commands.hpp"
+
+namespace sluice::ctl {
+
+inline void print(CommandContext& c, const std::string& text) {
+  std::fputs(text.c_str(), c.out);
+  std::fflush(c.out);
+}
+
+template <class T>
+Answer<Ok> failed(const Answer<T>& a) {
+  return Answer<Ok>(a.value.error(), a.failure);
+}
+
+inline Answer<Ok> usage_error(std::string message) {
+  return Answer<Ok>(make_error(std::move(message)), Failure::usage);
+}
+
+// The write commands (write_commands.cpp).
+void declare_rule_add(CLI::App& sub, CommandArgs& a);
+void declare_rule_set(CLI::App& sub, CommandArgs& a);
+void declare_rule_del(CLI::App& sub, CommandArgs& a);
+void declare_config_load(CLI::App& sub, CommandArgs& a);
+void declare_config_diff(CLI::App& sub, CommandArgs& a);
+void declare_flows_top(CLI::App& sub, CommandArgs& a);
+Answer<Ok> run_rule_add(CommandContext& c);
+Answer<Ok> run_rule_set(CommandContext& c);
+Answer<Ok> run_rule_del(CommandContext& c);
+Answer<Ok> run_config_load(CommandContext& c);
+Answer<Ok> run_config_diff(CommandContext& c);
+Answer<Ok> run_flows_top(CommandContext& c);
+
+}  // namespace sluice::ctl

@@ -1,0 +1,351 @@
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <new>
+#include <stdexcept>
+#include <thread>
+
+#include "bucket_convert.hpp"
+#include "limiter_profile.hpp"
+#include "rules_diff.hpp"
+#include "rules_snapshot_build.hpp"
+
+namespace sluice {
+
+void RetiredRule::fold(const TrafficCounters& t) {
+  for (size_t i = 0; i < kOutcomeCount; ++i) {
+    if (t.packets[i]) packets[i].fetch_add(t.packets[i], std::memory_order_relaxed);
+    if (t.bytes[i]) bytes[i].fetch_add(t.bytes[i], std::memory_order_relaxed);
+  }
+}
+
+TrafficCounters RetiredRule::read() const {
+  TrafficCounters t;
+  for (size_t i = 0; i < kOutcomeCount; ++i) {
+    t.packets[i] = packets[i].load(std::memory_order_relaxed);
+    t.bytes[i] = bytes[i].load(std::memory_order_relaxed);
+  }
+  return t;
+}
+
+void CompiledRule::init_state(std::atomic<uint64_t>* w, uint64_t now_ns) const {
+  switch (rule->algorithm) {
+    case Algorithm::token_bucket:
+      w[0].store(sl_tb_init(&p.rate, now_ns), std::memory_order_relaxed);
+      break;
+    case Algorithm::gcra:
+      w[0].store(sl_gcra_init(&p.rate, now_ns), std::memory_order_relaxed);
+      break;
+    case Algorithm::leaky_bucket:
+      w[0].store(sl_gcra_init(&p.shaper.rate, now_ns), std::memory_order_relaxed);
+      break;
+    case Algorithm::srtcm:
+    case Algorithm::trtcm: {
+      sl_meter_state st;
+      if (rule->algorithm == Algorithm::srtcm) sl_srtcm_init(&p.meter, now_ns, &st);
+      else sl_trtcm_init(&p.meter, now_ns, &st);
+      w[0].store(st.e0, std::memory_order_relaxed);
+      w[1].store(st.e1, std::memory_order_relaxed);
+      break;
+    }
+    case Algorithm::fixed_window:
+      w[0].store(sl_fixed_window_init(&p.window, now_ns), std::memory_order_relaxed);
+      break;
+    case Algorithm::sliding_window:
+      w[0].store(sl_sliding_window_init(&p.window, now_ns), std::memory_order_relaxed);
+      break;
+  }
+}
+
+uint64_t CompiledRule::police_burst(std::atomic<uint64_t>& w, uint64_t now_ns,
+                                    const uint64_t* costs, uint32_t n) const {
+  switch (rule->algorithm) {
+    case Algorithm::token_bucket: return token_bucket_charge_burst(p.rate, w, now_ns, costs, n, sharing);
+    case Algorithm::gcra: return gcra_charge_burst(p.rate, w, now_ns, costs, n, sharing);
+    case Algorithm::fixed_window: return fixed_window_charge_burst(p.window, w, now_ns, costs, n, sharing);
+    case Algorithm::sliding_window:
+      return sliding_window_charge_burst(p.window, w, now_ns, costs, n, sharing);
+    default: return 0;
+  }
+}
+
+void CompiledRule::refund(std::atomic<uint64_t>& w, uint64_t now_ns, uint64_t c) const {
+  switch (rule->algorithm) {
+    case Algorithm::token_bucket: return token_bucket_refund(p.rate, w, now_ns, c, sharing);
+    case Algorithm::gcra: return gcra_refund(p.rate, w, now_ns, c, sharing);
+    case Algorithm::leaky_bucket: return shaper_refund(p.shaper, w, c, sharing);
+    case Algorithm::fixed_window: return fixed_window_refund(p.window, w, now_ns, c, sharing);
+    case Algorithm::sliding_window: return sliding_window_refund(p.window, w, now_ns, c, sharing);
+    default: return;
+  }
+}
+
+namespace {
+
+// The algorithms CompiledRule::police() and police_burst() decide: a yes/no on one word.
+bool is_policer(Algorithm a) {
+  return a == Algorithm::token_bucket || a == Algorithm::gcra || a == Algorithm::fixed_window ||
+         a == Algorithm::sliding_window;
+}
+
+Status compile_profile(const Rule& r, RuleProfiles& p) {
+  auto take = [](auto result, auto& into) -> Status {
+    if (!result) return result.error();
+    into = *result;
+    return Ok{};
+  };
+  switch (r.algorithm) {
+    case Algorithm::token_bucket:
+    case Algorithm::gcra:
+      return take(make_rate_profile(r.rate, r.burst), p.rate);
+    case Algorithm::leaky_bucket:
+      return take(make_shaper_profile(r.rate, r.burst, r.max_delay_ns), p.shaper);
+    case Algorithm::srtcm:
+      return take(make_srtcm_profile(r.rate, r.burst, r.excess_burst), p.meter);
+    case Algorithm::trtcm:
+      return take(make_trtcm_profile(r.rate, r.burst, r.peak_rate, r.peak_burst), p.meter);
+    case Algorithm::fixed_window:
+    case Algorithm::sliding_window:
+      return take(make_window_profile(r.window_ns, r.limit,
+                                      r.algorithm == Algorithm::sliding_window),
+                  p.window);
+  }
+  return make_error("unknown algorithm");
+}
+
+template <class T>
+bool same_bytes(const T& a, const T& b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Whether the profile a rule is charged with differs (then its words need converting).
+bool profile_changed(Algorithm a, const RuleProfiles& x, const RuleProfiles& y) {
+  switch (a) {
+    case Algorithm::token_bucket:
+    case Algorithm::gcra: return !same_bytes(x.rate, y.rate);
+    case Algorithm::leaky_bucket: return !same_bytes(x.shaper, y.shaper);
+    case Algorithm::srtcm:
+    case Algorithm::trtcm: return !same_bytes(x.meter, y.meter);
+    case Algorithm::fixed_window:
+    case Algorithm::sliding_window: return !same_bytes(x.window, y.window);
+  }
+  return true;
+}
+
+std::string duration_text(uint64_t ns) {
+  if (ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
+  if (ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
+  if (ns % 1000 == 0) return std::to_string(ns / 1000) + "us";
+  return std::to_string(ns) + "ns";
+}
+
+std::shared_ptr<RuleState> new_state(const Rule& r, SnapshotContext& ctx) {
+  auto st = std::make_shared<RuleState>();
+  st->id = (*ctx.next_state_id)++;
+  // Per state, not per position: a rule keeps its seed (and so its flows' places) whatever
+  // moves around it. The start-up rules get base + position, as before states existed.
+  st->hash_seed = ctx.hash_base + st->id;
+  if (r.key != KeyMode::none) {
+    const uint64_t cap = r.max_flows ? r.max_flows : ctx.opts->default_max_flows;
+    // Meters keep two bucket words per flow, every other algorithm one.
+    st->flows = std::make_unique<FlowTable>(cap, r.idle_timeout_ns, uint64_t{1'000'000},
+                                            r.is_meter() ? 2u : 1u);
+    st->flows->set_single_writer(ctx.single_writer);
+  }
+  return st;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
+    RuleSet rules, const RulesSnapshot* prev, SnapshotContext& ctx,
+    std::vector<std::shared_ptr<RetiredRule>>* retired) {
+  auto snap = std::make_unique<RulesSnapshot>(std::move(rules));
+  const auto& rs = snap->rules.rules;
+  const PipelineOptions& opts = *ctx.opts;
+  if (opts.stale_read_tolerance_ns > kMaxDelayNs)
+    return make_error("stale-read tolerance must be at most 60 s");
+  snap->compiled.resize(rs.size());
+  // Compile everything first: an error here must leave no state behind.
+  for (size_t i = 0; i < rs.size(); ++i) {
+    CompiledRule& cr = snap->compiled[i];
+    cr.rule = &rs[i];
+    cr.sharing = ctx.single_writer ? Sharing::single_writer : Sharing::shared;
+    cr.hash_fn = flow_hash_fn(rs[i].key);
+    if (Status s = compile_profile(rs[i], cr.p); !s)
+      return make_error("rule \"" + rs[i].name + "\": " + s.error().message);
+    for (sl_rate_profile* p : {&cr.p.rate, &cr.p.shaper.rate, &cr.p.meter.committed, &cr.p.meter.peak})
+      set_stale_read_tolerance(*p, opts.stale_read_tolerance_ns);
+    for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
+      if (cr.chain_len == kMaxChain)
+        return make_error("rule \"" + rs[i].name + "\": parent chain deeper than " +
+                          std::to_string(kMaxChain));
+      cr.chain[cr.chain_len++] = at;
+    }
+    if (rs[i].algorithm == Algorithm::leaky_bucket) {
+      if (ctx.shaping_horizon_ns != 0 && rs[i].max_delay_ns > ctx.shaping_horizon_ns)
+        return make_error("rule \"" + rs[i].name + "\": max-delay " +
+                          duration_text(rs[i].max_delay_ns) + " is beyond the shaping horizon of " +
+                          duration_text(ctx.shaping_horizon_ns) +
+                          " this dataplane was started with (its timing wheels hold no longer "
+                          "delays; start it with a rule of that max-delay to raise it)");
+      snap->max_delay_ns = std::max(snap->max_delay_ns, rs[i].max_delay_ns);
+    }
+  }
+
+  // States: kept by name and identity, or new. New ones take counter slots, given back if
+  // anything below fails.
+  std::map<std::string, size_t> prev_at;
+  if (prev)
+    for (size_t j = 0; j < prev->rules.rules.size(); ++j) prev_at.emplace(prev->rules.rules[j].name, j);
+  std::vector<bool> prev_kept(prev ? prev->compiled.size() : 0, false);
+  std::vector<uint32_t> taken;
+  const uint64_t first_id = *ctx.next_state_id;
+  try {
+    for (size_t i = 0; i < rs.size(); ++i) {
+      CompiledRule& cr = snap->compiled[i];
+      std::shared_ptr<RuleState> st;
+      if (auto it = prev_at.find(rs[i].name); it != prev_at.end()) {
+        const size_t j = it->second;
+        if (same_state_identity(prev->rules.rules[j], rs[i])) {
+          st = prev->states[j];
+          prev_kept[j] = true;
+          if (profile_changed(rs[i].algorithm, prev->compiled[j].p, cr.p))
+            snap->conversions.push_back({i, prev->compiled[j].p});
+        }
+      }
+      if (!st) {
+        st = new_state(rs[i], ctx);
+        st->counter_slot = ctx.slots->take();
+        taken.push_back(st->counter_slot);
+        snap->fresh_slots.push_back(st->counter_slot);
+      }
+      cr.state = st.get();
+      cr.flows = st->flows.get();
+      cr.hash_seed = st->hash_seed;
+      cr.counter_slot = st->counter_slot;
+      snap->states.push_back(std::move(st));
+    }
+  } catch (const std::bad_alloc&) {
+    for (uint32_t s : taken) ctx.slots->give_back(s);
+    *ctx.next_state_id = first_id;
+    return make_error("cannot allocate the flow tables of the new rules: out of memory");
+  } catch (const std::exception& e) {
+    for (uint32_t s : taken) ctx.slots->give_back(s);
+    *ctx.next_state_id = first_id;
+    return make_error(std::string("cannot create the flow tables of the new rules: ") + e.what());
+  }
+  if (!snap->conversions.empty()) snap->conversion_state.store(0, std::memory_order_relaxed);
+
+  for (size_t j = 0; j < prev_kept.size(); ++j) {
+    if (prev_kept[j]) continue;
+    const RuleState& st = *prev->states[j];
+    auto r = std::make_shared<RetiredRule>();
+    r->name = prev->rules.rules[j].name;
+    r->counter_slot = st.counter_slot;
+    r->flows_evicted = st.flows ? st.flows->evicted() : 0;
+    retired->push_back(std::move(r));
+  }
+
+  snap->default_slot = ctx.default_slot;
+  snap->counter_slots = ctx.slots->high_water();
+  for (size_t i = 0; i < rs.size(); ++i) {
+    CompiledRule& cr = snap->compiled[i];
+    const bool is_parent = std::any_of(rs.begin(), rs.end(),
+                                       [&](const Rule& r) { return r.parent_index == int(i); });
+    cr.lone_policer = cr.chain_len == 1 && is_policer(rs[i].algorithm);
+    cr.burstable = cr.lone_policer && !cr.flows && !is_parent;
+    snap->any_burstable = snap->any_burstable || cr.burstable;
+    if (cr.flows) {
+      snap->keyed.push_back(cr.flows);
+      snap->sweeps.push_back(
+          {cr.flows->slot_count(),
+           std::clamp<double>(double(rs[i].idle_timeout_ns) / Pipeline::kSweepFraction, 1e6, 1e10)});
+    }
+  }
+  return snap;
+}
+
+namespace {
+
+void convert_words(const CompiledRule& cr, const RuleProfiles& from, std::atomic<uint64_t>* w,
+                   uint64_t now_ns) {
+  const RuleProfiles& to = cr.p;
+  auto one = [&](auto&& convert) {
+    detail::update_word(w[0], cr.sharing, [&](uint64_t cur, uint64_t* next) {
+      *next = convert(cur);
+      return true;
+    });
+  };
+  auto two = [&](auto&& convert) {
+    detail::update_meter(*reinterpret_cast<MeterWord*>(w), cr.sharing,
+                         [&](const sl_meter_state& st, sl_meter_state* next) {
+                           *next = convert(st);
+                           return true;
+                         });
+  };
+  switch (cr.rule->algorithm) {
+    case Algorithm::token_bucket:
+      return one([&](uint64_t x) { return convert_token_bucket_word(from.rate, to.rate, x, now_ns); });
+    case Algorithm::gcra:
+      return one([&](uint64_t x) { return convert_gcra_word(from.rate, to.rate, x, now_ns); });
+    case Algorithm::leaky_bucket:
+      return one([&](uint64_t x) { return convert_shaper_word(from.shaper, to.shaper, x, now_ns); });
+    case Algorithm::fixed_window:
+      return one([&](uint64_t x) { return convert_fixed_window_word(from.window, to.window, x); });
+    case Algorithm::sliding_window:
+      return one([&](uint64_t x) { return convert_sliding_window_word(from.window, to.window, x); });
+    case Algorithm::srtcm:
+      return two([&](const sl_meter_state& s) { return convert_srtcm_state(from.meter, to.meter, s, now_ns); });
+    case Algorithm::trtcm:
+      return two([&](const sl_meter_state& s) { return convert_trtcm_state(from.meter, to.meter, s, now_ns); });
+  }
+}
+
+void convert_rule(const CompiledRule& cr, const RuleProfiles& from, uint64_t now_ns) {
+  if (cr.flows) {
+    const FlowTable& t = *cr.flows;
+    for (size_t i = 0; i < t.slot_count(); ++i) {
+      const uint64_t tag = t.tag_word(i);
+      // Empty, or being created (its creator initialises it under whichever profile it runs).
+      if (tag == FlowTable::kEmpty || (tag & FlowTable::kPending) != 0) continue;
+      // The table hands out its state words read-only for introspection; they are the
+      // same atomics the workers charge, in memory the table owns mutably.
+      convert_words(cr, from, const_cast<std::atomic<uint64_t>*>(t.state_at(i)), now_ns);
+    }
+    return;
+  }
+  RuleState& st = *cr.state;
+  int ready = st.aggregate_ready.load(std::memory_order_acquire);
+  while (ready == 1) ready = st.aggregate_ready.load(std::memory_order_acquire);
+  if (ready == 2) convert_words(cr, from, st.aggregate, now_ns);  // 0: starts in the new profile
+}
+
+}  // namespace
+
+void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns) {
+  int expected = 0;
+  if (snap.conversion_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    for (const StateConversion& c : snap.conversions) convert_rule(snap.compiled[c.rule], c.from, now_ns);
+    snap.conversion_state.store(2, std::memory_order_release);
+    return;
+  }
+  // Another worker converts: a table sweep at most; charging before it ends would read words
+  // of the old profile with the new one.
+  while (snap.conversion_state.load(std::memory_order_acquire) != 2) std::this_thread::yield();
+}
+
+void adopt_counters(const RulesSnapshot& snap, WorkerCounters& c) {
+  if (c.per_rule.size() < snap.counter_slots) c.per_rule.resize(snap.counter_slots);
+  for (const auto& r : snap.retiring) {
+    if (r->counter_slot >= c.per_rule.size()) continue;
+    r->fold(c.per_rule[r->counter_slot]);
+    c.per_rule[r->counter_slot] = TrafficCounters{};
+  }
+  for (uint32_t s : snap.fresh_slots) c.per_rule[s] = TrafficCounters{};
+  c.default_slot = snap.default_slot;
+  c.generation = snap.generation;
+}
+
+}  // namespace sluice

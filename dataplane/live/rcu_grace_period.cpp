@@ -1,0 +1,52 @@
+#include "rcu_grace_period.hpp"
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_pause.h>
+#include <rte_malloc.h>
+#include <sched.h>
+
+#include <string>
+
+namespace sluice {
+
+Result<std::unique_ptr<RcuGracePeriod>> RcuGracePeriod::create(unsigned readers) {
+  const unsigned n = readers == 0 ? 1 : readers;
+  const size_t size = rte_rcu_qsbr_get_memsize(n);
+  auto* v = static_cast<rte_rcu_qsbr*>(rte_zmalloc("sluice_rcu", size, RTE_CACHE_LINE_SIZE));
+  if (v == nullptr) return make_error("cannot allocate the workers' RCU state: out of memory");
+  if (rte_rcu_qsbr_init(v, n) != 0) {
+    rte_free(v);
+    return make_error(std::string("cannot initialise the workers' RCU state: ") +
+                      rte_strerror(rte_errno));
+  }
+  for (unsigned id = 0; id < readers; ++id) {
+    if (rte_rcu_qsbr_thread_register(v, id) != 0) {
+      rte_free(v);
+      return make_error("cannot register worker " + std::to_string(id) + " with RCU");
+    }
+  }
+  return std::unique_ptr<RcuGracePeriod>(new RcuGracePeriod(v, readers));
+}
+
+RcuGracePeriod::~RcuGracePeriod() {
+  for (unsigned id = 0; id < readers_; ++id) rte_rcu_qsbr_thread_unregister(v_, id);
+  rte_free(v_);
+}
+
+void RcuGracePeriod::wait() {
+  // rte_rcu_qsbr_synchronize() with a bounded busy wait: start a grace period, check it
+  // spinning for kSpinUs (workers on their own CPUs report within a burst loop, ~1-10 us),
+  // then give the CPU away between checks: where the control thread shares a CPU with a
+  // worker (2 workers on 2 CPUs), spinning would keep the very worker it waits for off that
+  // CPU for a whole time slice.
+  constexpr uint64_t kSpinUs = 50;
+  const uint64_t token = rte_rcu_qsbr_start(v_);
+  const uint64_t spin_until = rte_get_timer_cycles() + rte_get_timer_hz() * kSpinUs / 1'000'000;
+  while (rte_rcu_qsbr_check(v_, token, false) == 0) {
+    if (rte_get_timer_cycles() < spin_until) rte_pause();
+    else sched_yield();
+  }
+}
+
+}  // namespace sluice

@@ -1,0 +1,33 @@
+// The core's GracePeriod on DPDK's quiescent-state-based RCU (lib/rcu, rte_rcu_qsbr): one
+// reader thread id per worker. A worker goes online when its loop starts, reports quiescent
+// between loops, and goes offline when it stops (worker.cpp); wait() is
+// rte_rcu_qsbr_synchronize: it returns once every online worker has reported since.
+#pragma once
+
+#include <rte_rcu_qsbr.h>
+
+#include <memory>
+
+#include "grace_period.hpp"
+#include "result.hpp"
+
+namespace sluice {
+
+class RcuGracePeriod final : public GracePeriod {
+ public:
+  // Registers thread ids 0 .. readers-1. Errors: memory, an EAL that is not up.
+  static Result<std::unique_ptr<RcuGracePeriod>> create(unsigned readers);
+  ~RcuGracePeriod() override;
+  RcuGracePeriod(const RcuGracePeriod&) = delete;
+  RcuGracePeriod& operator=(const RcuGracePeriod&) = delete;
+
+  rte_rcu_qsbr* qsbr() const { return v_; }
+  void wait() override;
+
+ private:
+  RcuGracePeriod(rte_rcu_qsbr* v, unsigned readers) : v_(v), readers_(readers) {}
+  rte_rcu_qsbr* v_;
+  unsigned readers_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,391 @@
+#include "control_loop.hpp"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace sluice {
+
+namespace {
+
+constexpr uint64_t kListenId = 0;
+constexpr uint64_t kWakeId = ~uint64_t{0};
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kMaxReadPerEvent = 16 * kReadChunk;  // then the next connection's turn
+constexpr int kFramesPerTurn = 16;                    // pipelined requests answered per turn
+constexpr int kLingerMs = 1000;  // after an error reply: time to read it before the close
+constexpr int kTickMs = 20;      // deadlines are checked this often
+constexpr int kAcceptPauseMs = 100;  // out of file descriptors: accept again after this
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Best effort, never blocking: for a connection refused at once.
+void send_and_close(int fd, const wire::ErrorReply& e) {
+  const std::string frame = wire::encode_frame(wire::encode_error(e));
+  (void)!send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  close(fd);
+}
+
+}  // namespace
+
+struct ControlLoop::Connection {
+  enum class State { reading, working, writing, draining };
+  int fd = -1;
+  uint64_t id = 0;
+  wire::FrameReader reader;
+  std::string out;
+  size_t out_at = 0;
+  State state = State::reading;
+  bool close_after_write = false;
+  int64_t deadline_ms = 0;
+  size_t counted_bytes = 0;  // of the frame under way, in pending_bytes_
+  uint32_t events = 0;
+  bool queued = false;  // in ready_ (has pipelined frames left)
+};
+
+Result<std::unique_ptr<ControlLoop>> ControlLoop::start(int listen_fd, ControlService* service,
+                                                        ControlLimits limits) {
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  const int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (ep < 0 || wake < 0) {
+    const std::string why = std::strerror(errno);
+    if (ep >= 0) close(ep);
+    if (wake >= 0) close(wake);
+    close(listen_fd);
+    return make_error("cannot set up the control socket's event loop: " + why);
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenId;
+  epoll_ctl(ep, EPOLL_CTL_ADD, listen_fd, &ev);
+  ev.data.u64 = kWakeId;
+  epoll_ctl(ep, EPOLL_CTL_ADD, wake, &ev);
+  std::unique_ptr<ControlLoop> loop(new ControlLoop(listen_fd, ep, wake, service, limits));
+  loop->worker_ = std::thread([l = loop.get()] { l->work(); });
+  loop->thread_ = std::thread([l = loop.get()] { l->run(); });
+  return loop;
+}
+
+ControlLoop::ControlLoop(int listen_fd, int epoll_fd, int wake_fd, ControlService* service,
+                         ControlLimits limits)
+    : listen_fd_(listen_fd), epoll_fd_(epoll_fd), wake_fd_(wake_fd), service_(service),
+      limits_(limits) {}
+
+ControlLoop::~ControlLoop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+  if (worker_.joinable()) worker_.join();
+  for (auto& [id, c] : conns_) close(c->fd);
+  close(listen_fd_);
+  close(epoll_fd_);
+  close(wake_fd_);
+}
+
+void ControlLoop::work() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    std::string reply = service_->execute(job.request);
+    {
+      std::lock_guard lock(mu_);
+      done_.push_back({job.conn_id, std::move(reply)});
+    }
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof one);
+  }
+}
+
+void ControlLoop::run() {
+  std::vector<epoll_event> events(256);
+  std::vector<uint64_t> ready;
+  int64_t next_tick = now_ms() + kTickMs;
+  for (;;) {
+    const int timeout = ready.empty() ? kTickMs : 0;
+    const int n = epoll_wait(epoll_fd_, events.data(), int(events.size()), timeout);
+    int64_t now = now_ms();
+    for (int i = 0; i < n; ++i) {
+      const uint64_t id = events[size_t(i)].data.u64;
+      if (id == kListenId) {
+        accept_all(now);
+        continue;
+      }
+      if (id == kWakeId) {
+        uint64_t count;
+        (void)!read(wake_fd_, &count, sizeof count);
+        {
+          std::lock_guard lock(mu_);
+          if (stopping_) return;
+        }
+        finish_jobs(now);
+        continue;
+      }
+      auto it = conns_.find(id);
+      if (it == conns_.end()) continue;
+      Connection& c = *it->second;
+      const uint32_t ev = events[size_t(i)].events;
+      const bool reads = c.state == Connection::State::reading ||
+                         c.state == Connection::State::draining;
+      if ((ev & EPOLLOUT) && c.state == Connection::State::writing) on_writable(c, now);
+      else if (reads && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) on_readable(c, now);
+      else if (ev & (EPOLLHUP | EPOLLERR)) close_connection(id);
+    }
+    // Connections with pipelined requests left over from their last turn.
+    std::vector<uint64_t> turn;
+    turn.swap(ready);
+    for (uint64_t id : turn) {
+      auto it = conns_.find(id);
+      if (it == conns_.end()) continue;
+      it->second->queued = false;
+      next_request(*it->second, now);
+    }
+    for (auto& [id, c] : conns_)
+      if (c->queued) ready.push_back(id);
+    now = now_ms();
+    if (now >= next_tick) {
+      expire(now);
+      next_tick = now + kTickMs;
+    }
+  }
+}
+
+void ControlLoop::accept_all(int64_t now) {
+  for (;;) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: stop listening for a while instead of spinning on the backlog.
+        epoll_event ev{};
+        ev.data.u64 = kListenId;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+        accept_paused_until_ms_ = now + kAcceptPauseMs;
+      }
+      return;
+    }
+    ucred peer{};
+    socklen_t len = sizeof peer;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 ||
+        (peer.uid != geteuid() && peer.uid != 0)) {
+      send_and_close(fd, {0, wire::ErrorKind::usage,
+                          "permission denied: uid " + std::to_string(peer.uid) +
+                              " is neither the user sluiced runs as nor root"});
+      continue;
+    }
+    if (conns_.size() >= limits_.max_connections) {
+      send_and_close(fd, {0, wire::ErrorKind::runtime,
+                          "too many connections (" + std::to_string(limits_.max_connections) +
+                              "); try again later"});
+      continue;
+    }
+    auto c = std::make_unique<Connection>();
+    c->fd = fd;
+    c->id = next_id_++;
+    c->deadline_ms = now + limits_.idle_timeout_ms;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = c->id;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      close(fd);
+      continue;
+    }
+    c->events = EPOLLIN;
+    conns_.emplace(c->id, std::move(c));
+    open_.store(conns_.size());
+  }
+}
+
+void ControlLoop::watch(Connection& c, uint32_t events) {
+  if (c.events == events) return;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = c.id;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+  c.events = events;
+}
+
+void ControlLoop::close_connection(uint64_t id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  pending_bytes_ -= it->second->counted_bytes;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second->fd, nullptr);
+  close(it->second->fd);
+  conns_.erase(it);
+  open_.store(conns_.size());
+}
+
+void ControlLoop::on_readable(Connection& c, int64_t now) {
+  char buf[kReadChunk];
+  size_t taken = 0;
+  while (taken < kMaxReadPerEvent) {
+    const ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n <= 0) return close_connection(c.id);  // hung up (a request half sent is dropped)
+    taken += size_t(n);
+    if (c.state == Connection::State::draining) continue;
+    if (c.state != Connection::State::reading) break;
+    if (c.reader.pending_bytes() == 0 && !c.reader.announced())
+      c.deadline_ms = now + limits_.request_deadline_ms;  // a request begins
+    c.reader.feed(std::string_view(buf, size_t(n)));
+    if (!c.reader.error().empty())
+      return reply(c, wire::encode_error({0, wire::ErrorKind::usage, c.reader.error()}), now, true);
+    if (c.reader.announced() && c.counted_bytes == 0) {
+      const size_t want = *c.reader.announced();
+      if (pending_bytes_ + want > limits_.max_pending_bytes)
+        return reply(c, wire::encode_error({0, wire::ErrorKind::runtime,
+                                            "busy: other requests hold " +
+                                                std::to_string(pending_bytes_) +
+                                                " bytes; try again"}),
+                     now, true);
+      c.counted_bytes = want;
+      pending_bytes_ += want;
+    }
+    if (c.reader.announced() && c.reader.pending_bytes() >= *c.reader.announced()) break;
+  }
+  if (c.state == Connection::State::reading) next_request(c, now);
+}
+
+void ControlLoop::next_request(Connection& c, int64_t now) {
+  for (int turn = 0; turn < kFramesPerTurn && c.state == Connection::State::reading; ++turn) {
+    std::optional<std::string> body = c.reader.next();
+    if (!body) {
+      if (c.reader.pending_bytes() == 0 && !c.reader.announced())
+        c.deadline_ms = now + limits_.idle_timeout_ms;
+      watch(c, EPOLLIN);
+      return;
+    }
+    pending_bytes_ -= c.counted_bytes;
+    c.counted_bytes = 0;
+    auto decoded = wire::decode_request(*body);
+    body.reset();
+    if (auto* e = std::get_if<wire::ErrorReply>(&decoded)) {
+      reply(c, wire::encode_error(*e), now);
+      continue;
+    }
+    wire::Request& request = std::get<wire::Request>(decoded);
+    if (ControlService::is_quick(request)) {
+      reply(c, service_->execute(request), now);
+      continue;
+    }
+    c.state = Connection::State::working;
+    watch(c, 0);
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back({c.id, std::move(request)});
+    }
+    cv_.notify_one();
+    return;
+  }
+  // Requests still buffered: answered on the next turn, after the other connections'.
+  if (c.state == Connection::State::reading) c.queued = true;
+}
+
+void ControlLoop::reply(Connection& c, std::string body, int64_t now, bool then_close) {
+  c.out = wire::encode_frame(body);
+  c.out_at = 0;
+  c.state = Connection::State::writing;
+  c.close_after_write = then_close;
+  c.deadline_ms = now + limits_.reply_deadline_ms;
+  flush(c, now);
+}
+
+void ControlLoop::on_writable(Connection& c, int64_t now) {
+  flush(c, now);
+  if (c.state == Connection::State::reading) next_request(c, now);
+}
+
+void ControlLoop::flush(Connection& c, int64_t now) {
+  while (c.out_at < c.out.size()) {
+    const ssize_t n = send(c.fd, c.out.data() + c.out_at, c.out.size() - c.out_at,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      watch(c, EPOLLOUT);
+      return;
+    }
+    if (n < 0) {
+      c.state = Connection::State::draining;  // closed by expire; the peer has gone
+      c.deadline_ms = now;
+      return;
+    }
+    c.out_at += size_t(n);
+  }
+  c.out.clear();
+  c.out.shrink_to_fit();
+  c.out_at = 0;
+  if (c.close_after_write) {
+    // Let the client read the error before the close (an unread request would reset it).
+    shutdown(c.fd, SHUT_WR);
+    c.state = Connection::State::draining;
+    c.deadline_ms = now + kLingerMs;
+    pending_bytes_ -= c.counted_bytes;
+    c.counted_bytes = 0;
+    watch(c, EPOLLIN);
+    return;
+  }
+  c.state = Connection::State::reading;
+  c.deadline_ms = now + limits_.idle_timeout_ms;
+  watch(c, EPOLLIN);
+}
+
+void ControlLoop::finish_jobs(int64_t now) {
+  std::vector<Done> done;
+  {
+    std::lock_guard lock(mu_);
+    done.swap(done_);
+  }
+  for (Done& d : done) {
+    auto it = conns_.find(d.conn_id);
+    if (it == conns_.end() || it->second->state != Connection::State::working) continue;
+    Connection& c = *it->second;
+    reply(c, std::move(d.reply), now);
+    if (c.state == Connection::State::reading) next_request(c, now);
+  }
+}
+
+void ControlLoop::expire(int64_t now) {
+  if (accept_paused_until_ms_ != 0 && now >= accept_paused_until_ms_) {
+    accept_paused_until_ms_ = 0;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListenId;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+  }
+  std::vector<uint64_t> late;
+  for (auto& [id, c] : conns_)
+    if (c->state != Connection::State::working && now >= c->deadline_ms) late.push_back(id);
+  for (uint64_t id : late) {
+    Connection& c = *conns_.at(id);
+    if (c.state == Connection::State::reading && (c.reader.pending_bytes() != 0 || c.reader.announced())) {
+      reply(c, wire::encode_error({0, wire::ErrorKind::usage,
+                                   "the request was not complete within " +
+                                       std::to_string(limits_.request_deadline_ms) + " ms"}),
+            now, true);
+      if (c.state == Connection::State::draining || c.state == Connection::State::writing) continue;
+    }
+    close_connection(id);
+  }
+}
+
+}  // namespace sluice

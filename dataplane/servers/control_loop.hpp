@@ -1,0 +1,90 @@
+// The control socket's event loop (control_server.hpp): one thread, epoll, non-blocking
+// connections with a buffer, a deadline and a frame reader each; and one worker thread for
+// the requests that take longer than a copy (ControlService::is_quick).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "control_frame.hpp"
+#include "control_service.hpp"
+#include "result.hpp"
+
+namespace sluice {
+
+struct ControlLimits {
+  size_t max_connections = 1024;                // beyond: an error reply, then closed
+  size_t max_pending_bytes = size_t{64} << 20;  // frame bytes announced, all connections
+  int request_deadline_ms = 5000;               // from a request's first byte to its last
+  int reply_deadline_ms = 5000;                 // to take a whole reply
+  int idle_timeout_ms = 60000;                  // open with no request under way
+};
+
+class ControlLoop {
+ public:
+  // Takes `listen_fd` (bound, listening); serves until destroyed.
+  static Result<std::unique_ptr<ControlLoop>> start(int listen_fd, ControlService* service,
+                                                    ControlLimits limits);
+  ~ControlLoop();
+  ControlLoop(const ControlLoop&) = delete;
+  ControlLoop& operator=(const ControlLoop&) = delete;
+
+  size_t connections() const { return open_.load(); }
+
+ private:
+  struct Connection;
+  struct Job {
+    uint64_t conn_id;
+    wire::Request request;
+  };
+  struct Done {
+    uint64_t conn_id;
+    std::string reply;
+  };
+
+  ControlLoop(int listen_fd, int epoll_fd, int wake_fd, ControlService* service,
+              ControlLimits limits);
+  void run();
+  void work();
+  void accept_all(int64_t now_ms);
+  void on_readable(Connection& c, int64_t now_ms);
+  void on_writable(Connection& c, int64_t now_ms);
+  void next_request(Connection& c, int64_t now_ms);
+  void reply(Connection& c, std::string body, int64_t now_ms, bool then_close = false);
+  void flush(Connection& c, int64_t now_ms);
+  void watch(Connection& c, uint32_t events);
+  void close_connection(uint64_t id);
+  void finish_jobs(int64_t now_ms);
+  void expire(int64_t now_ms);
+
+  const int listen_fd_, epoll_fd_, wake_fd_;
+  ControlService* const service_;
+  const ControlLimits limits_;
+
+  // Loop thread only.
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
+  uint64_t next_id_ = 1;
+  size_t pending_bytes_ = 0;
+  int64_t accept_paused_until_ms_ = 0;
+  std::atomic<size_t> open_{0};
+
+  // Shared with the worker.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  std::vector<Done> done_;
+  bool stopping_ = false;
+
+  std::thread worker_;
+  std::thread thread_;
+};
+
+}  // namespace sluice

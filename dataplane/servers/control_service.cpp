@@ -1,0 +1,129 @@
+#include "control_service.hpp"
+
+#include "counters_wire.hpp"
+#include "rule_edits.hpp"
+#include "rules_loader.hpp"
+
+namespace sluice {
+
+using nlohmann::json;
+using wire::ErrorKind;
+using wire::ErrorReply;
+using wire::Op;
+
+namespace {
+
+std::string error(const wire::Request& r, ErrorKind kind, std::string message) {
+  return wire::encode_error(ErrorReply{r.id, kind, std::move(message)});
+}
+
+json flows_json(const std::vector<FlowRate>& flows) {
+  json out = json::array();
+  for (const FlowRate& f : flows)
+    out.push_back({{"rule", f.rule},
+                   {"key", f.key},
+                   {"packets_per_sec", f.packets_per_sec},
+                   {"bits_per_sec", f.bits_per_sec}});
+  return out;
+}
+
+}  // namespace
+
+void ControlService::publish(const CountersSnapshot& snap) {
+  std::string text = encode_counters(snap);
+  std::lock_guard lock(counters_mu_);
+  counters_text_ = std::move(text);
+  published_ = true;
+}
+
+std::string ControlService::handle(std::string_view body) {
+  auto decoded = wire::decode_request(body);
+  if (auto* e = std::get_if<ErrorReply>(&decoded)) return wire::encode_error(*e);
+  return execute(std::get<wire::Request>(decoded));
+}
+
+void ControlService::set_target(RulesTarget* target) {
+  std::lock_guard lock(target_mu_);
+  target_.store(target);
+}
+
+std::string ControlService::execute(const wire::Request& r) {
+  switch (r.op) {
+    case Op::hello: {
+      const bool writable = target_.load() != nullptr;
+      json ops = json::array();
+      for (Op op : wire::all_ops())
+        if (writable || !wire::is_write(op)) ops.push_back(wire::op_name(op));
+      return wire::encode_result(
+          r.id, {{"server", "sluiced"}, {"protocol", wire::kProtocolVersion}, {"ops", ops}, {"writable", writable}});
+    }
+    case Op::stats: {
+      std::lock_guard lock(counters_mu_);
+      if (!published_) return error(r, ErrorKind::runtime, "the dataplane is not set up yet");
+      return wire::encode_result(r.id, {{"counters", counters_text_}});
+    }
+    default:
+      return with_target(r);
+  }
+}
+
+// Everything that reads or changes the running rules: one at a time (the generation check
+// of a write holds until it is applied), and never while the target is being replaced.
+std::string ControlService::with_target(const wire::Request& r) {
+  std::lock_guard lock(target_mu_);
+  RulesTarget* const target = target_.load();
+  const RuleSet running = target ? target->rules() : startup_rules_;
+  const uint64_t generation = target ? target->generation() : 0;
+  switch (r.op) {
+    case Op::rules:
+      return wire::encode_result(r.id, {{"rules", dump_rules_yaml(running)}, {"generation", generation}});
+    case Op::config_diff: {
+      auto next = load_rules_text(r.text, r.filename);
+      if (!next) return error(r, ErrorKind::invalid, next.error().message);
+      return wire::encode_result(r.id, {{"diff", wire::diff_to_json(diff_rules(running, *next))},
+                                        {"generation", generation}});
+    }
+    case Op::flows_top: {
+      if (target == nullptr)
+        return error(r, ErrorKind::unsupported, "this sluiced does not report flows");
+      auto flows = target->top_flows(r.top);
+      if (!flows) return error(r, ErrorKind::runtime, flows.error().message);
+      return wire::encode_result(r.id, {{"flows", flows_json(*flows)}});
+    }
+    case Op::rule_add:
+    case Op::rule_set:
+    case Op::rule_del:
+    case Op::config_load:
+      return write(r, target);
+    default:
+      return error(r, ErrorKind::usage, "unknown op");
+  }
+}
+
+std::string ControlService::write(const wire::Request& r, RulesTarget* target) {
+  if (target == nullptr)
+    return error(r, ErrorKind::unsupported,
+                 std::string(wire::op_name(r.op)) +
+                     ": this sluiced cannot change its rules while it runs (restart it with "
+                     "another --config)");
+  const uint64_t generation = target->generation();
+  if (r.expect_generation && *r.expect_generation != generation)
+    return error(r, ErrorKind::conflict,
+                 "rules changed since generation " + std::to_string(*r.expect_generation) +
+                     " (now " + std::to_string(generation) + ")");
+  const RuleSet current = target->rules();
+  Result<RuleSet> next = make_error("");
+  switch (r.op) {
+    case Op::rule_add: next = add_rules(current, r.text, r.filename, r.before); break;
+    case Op::rule_set: next = set_rule_fields(current, r.name, r.fields); break;
+    case Op::rule_del: next = delete_rule(current, r.name); break;
+    default: next = load_rules_text(r.text, r.filename); break;
+  }
+  if (!next) return error(r, ErrorKind::invalid, next.error().message);
+  auto applied = target->apply(std::move(next).value());
+  if (!applied) return error(r, ErrorKind::runtime, applied.error().message);
+  return wire::encode_result(r.id, {{"diff", wire::diff_to_json(*applied)},
+                                    {"generation", target->generation()}});
+}
+
+}  // namespace sluice
