@@ -1,4 +1,7 @@
 #include "commands.hpp"
+#ifdef SLUICE_HAVE_XDP
+#include "xdp_commands.hpp"
+#endif
 
 #include <chrono>
 #include <thread>
@@ -136,11 +139,13 @@ void declare_iface(CLI::App& sub, CommandArgs& a) {
 void declare_xdp_attach(CLI::App& sub, CommandArgs& a) {
   declare_iface(sub, a);
   sub.add_option("--mode", a.by, "native or skb")->check(CLI::IsMember({"native", "skb"}));
+  sub.add_option("--config", a.file, "the rules file to run")->required();
 }
 
 void declare_nothing(CLI::App&, CommandArgs&) {}
 
-constexpr const char* kNoXdp = "not available in this build: the XDP backend is not built";
+[[maybe_unused]] constexpr const char* kNoXdp =
+    "not available in this build: the XDP backend is not built";
 
 }  // namespace
 
@@ -165,8 +170,15 @@ const std::vector<Command>& commands() {
        declare_config_diff, run_config_diff},
       {{"flows", "top"}, "the N busiest flows now, with their rates", true, declare_flows_top,
        run_flows_top},
+#ifdef SLUICE_HAVE_XDP
+      {{"xdp", "attach"}, "puts the XDP program with the rules of --config FILE on IFACE", false,
+       declare_xdp_attach, run_xdp_attach},
+      {{"xdp", "detach"}, "takes sluice's XDP program off IFACE, and its pinned maps", false,
+       declare_iface, run_xdp_detach},
+#else
       {{"xdp", "attach"}, kNoXdp, false, declare_xdp_attach, nullptr},
       {{"xdp", "detach"}, kNoXdp, false, declare_iface, nullptr},
+#endif
   };
   return table;
 }
