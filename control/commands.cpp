@@ -221,7 +221,12 @@ std::unique_ptr<Cli> make_cli() {
   app.add_option("--socket", cli->backend.socket_path,
                  "a running sluiced's control socket (sluiced ... -- --control SOCK)")
       ->default_str(kDefaultSocket);
+#ifdef SLUICE_HAVE_XDP
+  app.add_option("--xdp", cli->backend.xdp_iface,
+                 "the XDP backend on IFACE (attached with `sluicectl xdp attach IFACE`)");
+#else
   app.add_option("--xdp", cli->backend.xdp_iface, "the XDP backend on IFACE (not available in this build)");
+#endif
   app.require_subcommand(1);
   std::map<std::string, CLI::App*> groups;
   for (const Command& c : commands()) {
@@ -241,7 +246,11 @@ std::unique_ptr<Cli> make_cli() {
   groups["rule"]->description("the running rules: list, show, add, set, del");
   groups["config"]->description("rules files: check, save, load, diff");
   groups["flows"]->description("the busiest flows: top");
+#ifdef SLUICE_HAVE_XDP
+  groups["xdp"]->description("the XDP backend: attach, detach");
+#else
   groups["xdp"]->description("the XDP backend: attach, detach (not available in this build)");
+#endif
   return cli;
 }
 

@@ -1,5 +1,7 @@
 #include "xdp_ctl_backend.hpp"
 
+#include <net/if.h>
+
 #include "rule_edits.hpp"
 #include "rules_loader.hpp"
 #include "xdp_backend.hpp"
@@ -10,6 +12,9 @@ XdpCtlBackend::XdpCtlBackend(std::unique_ptr<xdp::XdpBackend> be) : be_(std::mov
 XdpCtlBackend::~XdpCtlBackend() = default;  // leaves the program attached (it is not ours)
 
 Answer<std::unique_ptr<Backend>> XdpCtlBackend::open(const std::string& iface) {
+  if (if_nametoindex(iface.c_str()) == 0)
+    return Answer<std::unique_ptr<Backend>>(make_error("--xdp " + iface + ": no such interface"),
+                                            Failure::usage);
   auto be = xdp::XdpBackend::open(iface);
   if (!be) return Answer<std::unique_ptr<Backend>>(be.error());
   return std::unique_ptr<Backend>(new XdpCtlBackend(std::move(*be)));
