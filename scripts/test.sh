@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The newcomer's test command: installs what is missing, builds, and runs every test:
 #   1. the normal build: unit, end-to-end and integration suites;
-#   2. the core and replay tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   2. the core, replay, DPDK and integration tests again under AddressSanitizer +
+#      UndefinedBehaviorSanitizer (docs/SANITIZERS.md says what is left out and why);
 #   3. the concurrency tests under ThreadSanitizer;
 #   4. the Debian package: built once by scripts/package.sh (lintian-checked), then installed
 #      into a scratch root and run by tests/install/package_check.sh (counted as one test).
@@ -64,10 +65,19 @@ build normal build && run_tests "normal build" build
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# Leaks inside DPDK's own libraries, each named and explained there (docs/SANITIZERS.md).
+export LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp
 setup_build build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
-  -Ddpdk=disabled
-build "ASan+UBSan" build-asan && run_tests "ASan+UBSan" build-asan --suite unit --suite e2e \
-  --timeout-multiplier 4
+  -Ddpdk=enabled
+# The live dataplane too: the dpdk suite and the integration scripts on the ASan binaries,
+# less the two whose assertions need more packets per second than an -O0 ASan build moves
+# (docs/SANITIZERS.md): TwoLcores.AggregateAdmitsAtMostBurstPlusRateTimesTime, vhost_virtio.
+if build "ASan+UBSan" build-asan; then
+  GTEST_FILTER=-TwoLcores.AggregateAdmitsAtMostBurstPlusRateTimesTime run_tests "ASan+UBSan" \
+    build-asan --suite unit --suite e2e --suite dpdk --timeout-multiplier 4
+  run_tests "ASan+UBSan integration" build-asan --timeout-multiplier 4 pcap_vs_replay \
+    af_xdp_rate af_xdp_mbufs two_lcores_aggregate operator_reads
+fi
 
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 setup_build build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \

@@ -34,7 +34,7 @@ static_assert(sizeof(FlowKey::w) == sizeof(sl_flow_key::w), "the core's flow key
 static_assert(offsetof(sl_bucket, w0) == 8 && offsetof(sl_bucket, last_seen_ns) == 24 &&
               offsetof(sl_bucket, gen) == 32 && sizeof(sl_bucket) == 40);
 static_assert(sizeof(sl_counter) == 16);
-static_assert(SL_XDP_MAX_CHAIN == 8, "the core's kMaxChain (pipeline.cpp)");
+static_assert(SL_XDP_MAX_CHAIN == kMaxParentChain, "XDP charges the chains the loader accepts");
 static_assert(uint8_t(CostUnit::packets) == SL_COST_PACKETS &&
               uint8_t(CostUnit::bytes) == SL_COST_BYTES);
 static_assert(size_t(Outcome::kCount) == SL_OUTCOME_COUNT);

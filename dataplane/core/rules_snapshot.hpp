@@ -31,9 +31,9 @@
 
 namespace sluice {
 
-// Deepest parent chain a packet is charged along (the loader rejects cycles; this bounds
-// the per-packet work and the refund list).
-constexpr size_t kMaxChain = 8;
+// Deepest parent chain a packet is charged along (the loader rejects cycles and deeper
+// chains; this bounds the per-packet work and the refund list).
+constexpr size_t kMaxChain = kMaxParentChain;
 
 struct RuleState {
   uint64_t id = 0;         // unique per pipeline, in creation order

@@ -155,9 +155,13 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   readers.publish((*dp)->snapshot());
   if (Status s = (*dp)->start(); !s) return s;
 
+  // From here `sluicectl rule add/set/del` and `config load` reach the workers.
+  if (readers.control) readers.control->set_target(&rules_target);
   control_loop(**dp, signals, opts.stats_interval_ms, readers);
   live_log("signal %d: stopping", signals.signal_number());
   rules_target.stop_changes();
+  // The server outlives rules_target: detach it (waits for a request using it).
+  if (readers.control) readers.control->set_target(nullptr);
   // Closed before reporting, so the report can say whether every mbuf came back.
   (*dp)->close();
 

@@ -234,7 +234,8 @@ rules:
   // ...and not much later than due (generous: the machine is shared).
   EXPECT_LT(arrival_ms.back(), 19.0 + 200.0);
   dp->stop();
-  const auto& shape = rule(dp->snapshot(), "shape").traffic;
+  const CountersSnapshot snap = dp->snapshot();  // rule() refers into it: keep it alive
+  const auto& shape = rule(snap, "shape").traffic;
   EXPECT_EQ(shape.pkts(Outcome::delayed), uint64_t(kTrain - 1));
   EXPECT_EQ(shape.pkts(Outcome::dropped), 0u);
 }
@@ -382,7 +383,8 @@ rules:
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   dp->stop();
   const WorkerStats t = dp->totals();
-  const auto& all = rule(dp->snapshot(), "all").traffic;
+  const CountersSnapshot snap = dp->snapshot();  // rule() refers into it: keep it alive
+  const auto& all = rule(snap, "all").traffic;
   EXPECT_GT(t.rx_packets, 1000u);
   EXPECT_GT(all.pkts(Outcome::delayed), 0u);
   EXPECT_GT(t.shutdown_dropped, 0u);  // there were packets in the wheel

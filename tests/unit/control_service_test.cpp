@@ -6,7 +6,7 @@
 
 #include "control_messages.hpp"
 #include "control_service.hpp"
-#include "pipeline_rules_target.hpp"
+#include "scripted_rules_target.hpp"
 #include "rule_edits.hpp"
 #include "rules_loader.hpp"
 
@@ -147,7 +147,7 @@ TEST(RuleEdits, DeleteRefusesAParentStillNamed) {
 class Service : public ::testing::Test {
  protected:
   void SetUp() override {
-    target_ = test::PipelineRulesTarget::create(rules());
+    target_ = test::ScriptedRulesTarget::create(rules());
     ASSERT_TRUE(target_);
     service_ = std::make_unique<ControlService>(target_.get(), RuleSet{});
   }
@@ -167,7 +167,7 @@ class Service : public ::testing::Test {
     fields["op"] = op;
     return fields;
   }
-  std::unique_ptr<test::PipelineRulesTarget> target_;
+  std::unique_ptr<test::ScriptedRulesTarget> target_;
   std::unique_ptr<ControlService> service_;
 };
 

@@ -27,7 +27,7 @@
 #include "counters_json.hpp"
 #include "counters_wire.hpp"
 #include "rules_loader.hpp"
-#include "pipeline_rules_target.hpp"
+#include "scripted_rules_target.hpp"
 #include "socket_backend.hpp"
 
 using namespace sluice;
@@ -288,7 +288,7 @@ TEST_F(ControlSocket, AReadOnlyServerRefusesWritesAsUnsupported) {
 }
 
 TEST_F(ControlSocket, WritesThroughTheSocketApplyAndStaleOnesConflict) {
-  auto target = test::PipelineRulesTarget::create(rules_);
+  auto target = test::ScriptedRulesTarget::create(rules_);
   ASSERT_TRUE(target);
   auto server = serve({}, target.get());
   ctl::SocketBackend backend(sock());
@@ -312,7 +312,7 @@ TEST_F(ControlSocket, ATargetAttachedAfterTheStartMakesItWritableAndDetachingRea
   auto server = serve();  // as sluiced starts it: before the dataplane exists
   ctl::SocketBackend backend(sock());
   EXPECT_EQ(backend.delete_rule("udp-only", {}).failure, ctl::Failure::runtime);
-  auto target = test::PipelineRulesTarget::create(rules_);
+  auto target = test::ScriptedRulesTarget::create(rules_);
   server->set_target(target.get());
   EXPECT_NE(exchange(sock(), request("hello")).find("\"writable\":true"), std::string::npos);
   auto del = backend.delete_rule("udp-only", {});
@@ -547,7 +547,7 @@ class SlowTarget final : public RulesTarget {
 };
 
 TEST_F(ControlSocket, AWriteBeingAppliedDelaysNoRead) {
-  auto inner = test::PipelineRulesTarget::create(rules_);
+  auto inner = test::ScriptedRulesTarget::create(rules_);
   SlowTarget slow(inner.get());
   auto server = serve({}, &slow);
   std::thread writer([&] {

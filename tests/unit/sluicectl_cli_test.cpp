@@ -17,7 +17,7 @@
 #include "../e2e/mini_json.hpp"
 #include "child_process.hpp"
 #include "control_server.hpp"
-#include "pipeline_rules_target.hpp"
+#include "scripted_rules_target.hpp"
 #include "rules_loader.hpp"
 #include "stats_rates.hpp"
 
@@ -79,7 +79,7 @@ class SluicectlCli : public ::testing::Test {
   void serve(const CountersSnapshot& snap) {
     auto rules = load_rules_text(kRules, "rules.yaml");
     ASSERT_TRUE(rules) << rules.error().message;
-    target_ = test::PipelineRulesTarget::create(*rules);
+    target_ = test::ScriptedRulesTarget::create(*rules);
     ASSERT_TRUE(target_);
     auto server = ControlServer::start(path("s.sock"), *rules, target_.get());
     ASSERT_TRUE(server) << server.error().message;
@@ -89,7 +89,7 @@ class SluicectlCli : public ::testing::Test {
 
   std::string bin_;
   fs::path dir_;
-  std::unique_ptr<test::PipelineRulesTarget> target_;
+  std::unique_ptr<test::ScriptedRulesTarget> target_;
   std::unique_ptr<ControlServer> server_;
 };
 

@@ -1,7 +1,8 @@
-// A RulesTarget for tests of the control server and sluicectl: it compiles every rule set it
-// is given into a real core Pipeline (so an apply fails where the dataplane's would, on
-// rules the pipeline cannot compile) and keeps it, with the generation. It does not carry
-// bucket state across a swap: that is the live dataplane's RulesTarget (dataplane/live/).
+// A RulesTarget for tests of the control server and sluicectl, with scripted flows: it
+// compiles every rule set it is given into a real core Pipeline (so an apply fails where the
+// dataplane's would, on rules the pipeline cannot compile) and keeps it, with the generation.
+// It does not carry bucket state across a swap: the core's PipelineRulesTarget and the live
+// dataplane's LiveRulesTarget do.
 // top_flows reports the flows the test declared with add_flow, ordered and cut as asked, so
 // tests can check what travels through the protocol.
 #pragma once
@@ -17,10 +18,10 @@
 
 namespace sluice::test {
 
-class PipelineRulesTarget final : public RulesTarget {
+class ScriptedRulesTarget final : public RulesTarget {
  public:
-  static std::unique_ptr<PipelineRulesTarget> create(RuleSet rules) {
-    auto t = std::unique_ptr<PipelineRulesTarget>(new PipelineRulesTarget());
+  static std::unique_ptr<ScriptedRulesTarget> create(RuleSet rules) {
+    auto t = std::unique_ptr<ScriptedRulesTarget>(new ScriptedRulesTarget());
     auto applied = t->apply(std::move(rules));
     if (!applied) return nullptr;
     t->generation_ = 1;
@@ -68,7 +69,7 @@ class PipelineRulesTarget final : public RulesTarget {
   const Pipeline* pipeline() const { return pipeline_.get(); }
 
  private:
-  PipelineRulesTarget() = default;
+  ScriptedRulesTarget() = default;
   mutable std::mutex mu_;
   RuleSet rules_;
   std::unique_ptr<Pipeline> pipeline_;
