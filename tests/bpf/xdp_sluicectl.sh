@@ -12,6 +12,8 @@ it_need_bin SLUICECTL SENDER
 
 A="sl-ca-$IT_ID" B="sl-cb-$IT_ID" RX="xca$IT_ID" TX="xcb$IT_ID"
 it_netns_veth "$RX" "$A" "$TX" "$B"
+# A failed run must not leave its pins behind (the namespaces go, the bpffs pins would not).
+trap 'rc=$?; rm -rf "/sys/fs/bpf/sluice/$RX"; (exit $rc); it_cleanup' EXIT
 # nsenter --net, not ip netns exec: the latter mounts a private /sys, and with it a private
 # bpffs whose pins vanish when the command ends.
 ctl() { nsenter --net="/run/netns/$A" "$SLUICECTL" "$@"; }
