@@ -1,4 +1,7 @@
 #include "commands.hpp"
+#ifdef SLUICE_HAVE_XDP
+#include "xdp_commands.hpp"
+#endif
 
 #include <chrono>
 #include <thread>
@@ -136,11 +139,13 @@ void declare_iface(CLI::App& sub, CommandArgs& a) {
 void declare_xdp_attach(CLI::App& sub, CommandArgs& a) {
   declare_iface(sub, a);
   sub.add_option("--mode", a.by, "native or skb")->check(CLI::IsMember({"native", "skb"}));
+  sub.add_option("--config", a.file, "the rules file to run")->required();
 }
 
 void declare_nothing(CLI::App&, CommandArgs&) {}
 
-constexpr const char* kNoXdp = "not available in this build: the XDP backend is not built";
+[[maybe_unused]] constexpr const char* kNoXdp =
+    "not available in this build: the XDP backend is not built";
 
 }  // namespace
 
@@ -165,8 +170,15 @@ const std::vector<Command>& commands() {
        declare_config_diff, run_config_diff},
       {{"flows", "top"}, "the N busiest flows now, with their rates", true, declare_flows_top,
        run_flows_top},
+#ifdef SLUICE_HAVE_XDP
+      {{"xdp", "attach"}, "puts the XDP program with the rules of --config FILE on IFACE", false,
+       declare_xdp_attach, run_xdp_attach},
+      {{"xdp", "detach"}, "takes sluice's XDP program off IFACE, and its pinned maps", false,
+       declare_iface, run_xdp_detach},
+#else
       {{"xdp", "attach"}, kNoXdp, false, declare_xdp_attach, nullptr},
       {{"xdp", "detach"}, kNoXdp, false, declare_iface, nullptr},
+#endif
   };
   return table;
 }
@@ -209,7 +221,12 @@ std::unique_ptr<Cli> make_cli() {
   app.add_option("--socket", cli->backend.socket_path,
                  "a running sluiced's control socket (sluiced ... -- --control SOCK)")
       ->default_str(kDefaultSocket);
+#ifdef SLUICE_HAVE_XDP
+  app.add_option("--xdp", cli->backend.xdp_iface,
+                 "the XDP backend on IFACE (attached with `sluicectl xdp attach IFACE`)");
+#else
   app.add_option("--xdp", cli->backend.xdp_iface, "the XDP backend on IFACE (not available in this build)");
+#endif
   app.require_subcommand(1);
   std::map<std::string, CLI::App*> groups;
   for (const Command& c : commands()) {
@@ -229,7 +246,11 @@ std::unique_ptr<Cli> make_cli() {
   groups["rule"]->description("the running rules: list, show, add, set, del");
   groups["config"]->description("rules files: check, save, load, diff");
   groups["flows"]->description("the busiest flows: top");
+#ifdef SLUICE_HAVE_XDP
+  groups["xdp"]->description("the XDP backend: attach, detach");
+#else
   groups["xdp"]->description("the XDP backend: attach, detach (not available in this build)");
+#endif
   return cli;
 }
 

@@ -28,37 +28,42 @@ const volatile __u8 sl_test_clock = 0;
     __type(value, value_type);               \
   } name SEC(".maps")
 
-#define SL_LPM(name, key_type)                 \
-  struct {                                     \
-    __uint(type, BPF_MAP_TYPE_LPM_TRIE);       \
-    __uint(max_entries, SL_XDP_MAX_PREFIXES);  \
+#define SL_LPM(name, key_type)                               \
+  struct {                                                   \
+    __uint(type, BPF_MAP_TYPE_LPM_TRIE);                     \
+    __uint(max_entries, SL_XDP_BANKS * SL_XDP_MAX_PREFIXES); \
     __uint(map_flags, BPF_F_NO_PREALLOC);      \
     __type(key, key_type);                     \
     __type(value, struct sl_rule_bits);        \
   } name SEC(".maps")
 
+/* Every rules-derived map holds SL_XDP_BANKS banks (sluice_abi.h "Rule changes"). */
 SL_ARRAY(sl_config, 1, struct sl_xdp_config);
-SL_ARRAY(sl_rules, SL_XDP_MAX_RULES, struct sl_xdp_rule);
+SL_ARRAY(sl_banks, SL_XDP_BANKS, struct sl_xdp_bank);
+SL_ARRAY(sl_rules, SL_XDP_BANKS * SL_XDP_MAX_RULES, struct sl_xdp_rule);
 SL_LPM(sl_src_v4, struct sl_lpm_v4_key);
 SL_LPM(sl_dst_v4, struct sl_lpm_v4_key);
 SL_LPM(sl_src_v6, struct sl_lpm_v6_key);
 SL_LPM(sl_dst_v6, struct sl_lpm_v6_key);
-SL_ARRAY(sl_proto_bits, 256, struct sl_rule_bits);
-SL_ARRAY(sl_dscp_bits, 64, struct sl_rule_bits);
-/* port -> index of its range in sl_*port_bits: 64 K small entries instead of 64 K bitmaps */
-SL_ARRAY(sl_sport_range, 65536, __u32);
-SL_ARRAY(sl_dport_range, 65536, __u32);
-SL_ARRAY(sl_sport_bits, SL_XDP_MAX_PORT_RANGES, struct sl_rule_bits);
-SL_ARRAY(sl_dport_bits, SL_XDP_MAX_PORT_RANGES, struct sl_rule_bits);
+SL_ARRAY(sl_proto_bits, SL_XDP_BANKS * 256, struct sl_rule_bits);
+SL_ARRAY(sl_dscp_bits, SL_XDP_BANKS * 64, struct sl_rule_bits);
+/* port -> index of its range in sl_*port_bits (of the same bank): 64 K small entries instead
+ * of 64 K bitmaps */
+SL_ARRAY(sl_sport_range, SL_XDP_BANKS * 65536, __u32);
+SL_ARRAY(sl_dport_range, SL_XDP_BANKS * 65536, __u32);
+SL_ARRAY(sl_sport_bits, SL_XDP_BANKS * SL_XDP_MAX_PORT_RANGES, struct sl_rule_bits);
+SL_ARRAY(sl_dport_bits, SL_XDP_BANKS * SL_XDP_MAX_PORT_RANGES, struct sl_rule_bits);
 /* every id: its entry of MatchTables::vlan, or vlan_other */
-SL_ARRAY(sl_vlan_bits, SL_XDP_VLAN_IDS, struct sl_rule_bits);
-SL_ARRAY(sl_misc_bits, SL_BITS_COUNT, struct sl_rule_bits);
-SL_ARRAY(sl_aggregates, SL_XDP_MAX_RULES, struct sl_bucket);
+SL_ARRAY(sl_vlan_bits, SL_XDP_BANKS * SL_XDP_VLAN_IDS, struct sl_rule_bits);
+SL_ARRAY(sl_misc_bits, SL_XDP_BANKS * SL_BITS_COUNT, struct sl_rule_bits);
+SL_ARRAY(sl_rules_text, 1, struct sl_rules_text); /* user space only (sluice_abi.h) */
+/* by state slot, not by bank: a kept rule's aggregate carries over */
+SL_ARRAY(sl_aggregates, SL_XDP_STATE_SLOTS, struct sl_bucket);
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, SL_XDP_MAX_INGRESS_PORTS);
-  __type(key, __u32);
+  __uint(max_entries, SL_XDP_BANKS * SL_XDP_MAX_INGRESS_PORTS);
+  __type(key, __u64); /* sl_ingress_key(bank, port) */
   __type(value, struct sl_rule_bits);
 } sl_ingress_bits SEC(".maps");
 
@@ -106,7 +111,8 @@ static __always_inline int sl_and(struct sl_rule_bits *acc, const struct sl_rule
   return 0;
 }
 
-static __always_inline struct sl_rule_bits *sl_misc(__u32 key) {
+static __always_inline struct sl_rule_bits *sl_misc(__u32 bank, __u32 key) {
+  key += bank * SL_BITS_COUNT;
   return bpf_map_lookup_elem(&sl_misc_bits, &key);
 }
 
@@ -122,54 +128,76 @@ static __always_inline __u32 sl_ctz(__u64 w) {
   return n;
 }
 
-static __always_inline int sl_port_bits(void *range_map, void *bits_map, __u16 port,
-                                        struct sl_rule_bits *acc) {
-  __u32 key = port;
+static __always_inline int sl_port_bits(void *range_map, void *bits_map, __u32 bank,
+                                        __u16 port, struct sl_rule_bits *acc) {
+  __u32 key = bank * 65536 + port;
   __u32 *range = bpf_map_lookup_elem(range_map, &key);
   if (!range) return -1;
-  key = *range;
+  key = bank * SL_XDP_MAX_PORT_RANGES + *range;
   return sl_and(acc, bpf_map_lookup_elem(bits_map, &key));
 }
 
-/* The first rule (file order) the frame matches, or -1. */
-static __always_inline int sl_classify(const struct sl_frame *f, __u32 port) {
+/* The first rule (file order) of bank `bank` the frame matches, or -1. A field no rule of
+ * the bank constrains (not in field_mask) would give every rule: its lookup is skipped. */
+static __always_inline int sl_classify(const struct sl_frame *f, __u32 port, __u32 bank,
+                                       __u32 mask) {
   struct sl_rule_bits acc;
   __u32 key;
   for (int i = 0; i < SL_XDP_RULE_WORDS; ++i) acc.w[i] = ~0ull;
-  if (f->vlan_count) {
-    key = f->outer_vlan;
-    if (sl_and(&acc, bpf_map_lookup_elem(&sl_vlan_bits, &key))) return -1;
-  } else if (sl_and(&acc, sl_misc(SL_BITS_UNTAGGED))) {
-    return -1;
+  if (mask & SL_FIELD_VLAN) {
+    if (f->vlan_count) {
+      key = bank * SL_XDP_VLAN_IDS + (f->outer_vlan & (SL_XDP_VLAN_IDS - 1));
+      if (sl_and(&acc, bpf_map_lookup_elem(&sl_vlan_bits, &key))) return -1;
+    } else if (sl_and(&acc, sl_misc(bank, SL_BITS_UNTAGGED))) {
+      return -1;
+    }
   }
-  {
-    struct sl_rule_bits *b = bpf_map_lookup_elem(&sl_ingress_bits, &port);
-    if (sl_and(&acc, b ? b : sl_misc(SL_BITS_INGRESS_OTHER))) return -1;
+  if (mask & SL_FIELD_INGRESS) {
+    __u64 ikey = sl_ingress_key(bank, port);
+    struct sl_rule_bits *b = bpf_map_lookup_elem(&sl_ingress_bits, &ikey);
+    if (sl_and(&acc, b ? b : sl_misc(bank, SL_BITS_INGRESS_OTHER))) return -1;
   }
   if (f->ip_version == 0) {
-    if (sl_and(&acc, sl_misc(SL_BITS_NON_IP))) return -1;
+    if ((mask & SL_FIELD_IP) && sl_and(&acc, sl_misc(bank, SL_BITS_NON_IP))) return -1;
   } else {
     if (f->ip_version == 4) {
-      struct sl_lpm_v4_key k = {.prefixlen = 32};
-      __builtin_memcpy(k.addr, f->src, 4);
-      if (sl_and(&acc, bpf_map_lookup_elem(&sl_src_v4, &k))) return -1;
-      __builtin_memcpy(k.addr, f->dst, 4);
-      if (sl_and(&acc, bpf_map_lookup_elem(&sl_dst_v4, &k))) return -1;
-    } else {
-      struct sl_lpm_v6_key k = {.prefixlen = 128};
-      __builtin_memcpy(k.addr, f->src, 16);
-      if (sl_and(&acc, bpf_map_lookup_elem(&sl_src_v6, &k))) return -1;
-      __builtin_memcpy(k.addr, f->dst, 16);
-      if (sl_and(&acc, bpf_map_lookup_elem(&sl_dst_v6, &k))) return -1;
+      struct sl_lpm_v4_key k = {.prefixlen = SL_LPM_BANK_BITS + 32, .bank = (__u8)bank};
+      if (mask & SL_FIELD_SRC) {
+        __builtin_memcpy(k.addr, f->src, 4);
+        if (sl_and(&acc, bpf_map_lookup_elem(&sl_src_v4, &k))) return -1;
+      }
+      if (mask & SL_FIELD_DST) {
+        __builtin_memcpy(k.addr, f->dst, 4);
+        if (sl_and(&acc, bpf_map_lookup_elem(&sl_dst_v4, &k))) return -1;
+      }
+    } else if (mask & (SL_FIELD_SRC | SL_FIELD_DST)) {
+      struct sl_lpm_v6_key k = {.prefixlen = SL_LPM_BANK_BITS + 128, .bank = (__u8)bank};
+      if (mask & SL_FIELD_SRC) {
+        __builtin_memcpy(k.addr, f->src, 16);
+        if (sl_and(&acc, bpf_map_lookup_elem(&sl_src_v6, &k))) return -1;
+      }
+      if (mask & SL_FIELD_DST) {
+        __builtin_memcpy(k.addr, f->dst, 16);
+        if (sl_and(&acc, bpf_map_lookup_elem(&sl_dst_v6, &k))) return -1;
+      }
     }
-    key = f->proto;
-    if (sl_and(&acc, bpf_map_lookup_elem(&sl_proto_bits, &key))) return -1;
-    key = f->dscp & 0x3f;
-    if (sl_and(&acc, bpf_map_lookup_elem(&sl_dscp_bits, &key))) return -1;
+    if (mask & SL_FIELD_PROTO) {
+      key = bank * 256 + f->proto;
+      if (sl_and(&acc, bpf_map_lookup_elem(&sl_proto_bits, &key))) return -1;
+    }
+    if (mask & SL_FIELD_DSCP) {
+      key = bank * 64 + (f->dscp & 0x3f);
+      if (sl_and(&acc, bpf_map_lookup_elem(&sl_dscp_bits, &key))) return -1;
+    }
     if (f->has_ports) {
-      if (sl_port_bits(&sl_sport_range, &sl_sport_bits, f->src_port, &acc)) return -1;
-      if (sl_port_bits(&sl_dport_range, &sl_dport_bits, f->dst_port, &acc)) return -1;
-    } else if (sl_and(&acc, sl_misc(SL_BITS_NO_PORTS))) {
+      if ((mask & SL_FIELD_SPORT) &&
+          sl_port_bits(&sl_sport_range, &sl_sport_bits, bank, f->src_port, &acc))
+        return -1;
+      if ((mask & SL_FIELD_DPORT) &&
+          sl_port_bits(&sl_dport_range, &sl_dport_bits, bank, f->dst_port, &acc))
+        return -1;
+    } else if ((mask & (SL_FIELD_SPORT | SL_FIELD_DPORT)) &&
+               sl_and(&acc, sl_misc(bank, SL_BITS_NO_PORTS))) {
       return -1;
     }
   }
@@ -218,7 +246,7 @@ static __always_inline struct sl_addr sl_keep_prefix(struct sl_addr x, __u32 bit
 }
 
 static __always_inline void sl_flow_key_of(const struct sl_frame *f, const struct sl_xdp_rule *r,
-                                           __u32 rule, struct sl_flow_key *k) {
+                                           struct sl_flow_key *k) {
   const __u32 addr_bits = f->ip_version == 6 ? 128 : 32;
   __u64 meta = (__u64)r->key_mode | (__u64)f->ip_version << 8;
   struct sl_addr src = {0, 0}, dst = {0, 0};
@@ -244,7 +272,7 @@ static __always_inline void sl_flow_key_of(const struct sl_frame *f, const struc
       break;
     default: break;
   }
-  k->rule = rule;
+  k->state = r->state;
   k->reserved = 0;
   k->w[0] = meta;
   if (f->ip_version == 6) {
@@ -256,27 +284,37 @@ static __always_inline void sl_flow_key_of(const struct sl_frame *f, const struc
 
 /* -------------------------------------------------------------------------------- buckets */
 
+/* A full bucket under the rule's current profiles. */
 static __always_inline void sl_init_bucket(const struct sl_xdp_rule *r, struct sl_bucket *b,
                                            __u64 now_ns) {
+  const struct sl_xdp_profiles *p = &r->cur;
   struct sl_meter_state st = {0, 0};
   b->w1 = 0;
   switch (r->algorithm) {
-    case SL_ALG_TOKEN_BUCKET: b->w0 = sl_tb_init(&r->rate, now_ns); break;
-    case SL_ALG_GCRA: b->w0 = sl_gcra_init(&r->rate, now_ns); break;
+    case SL_ALG_TOKEN_BUCKET: b->w0 = sl_tb_init(&p->rate, now_ns); break;
+    case SL_ALG_GCRA: b->w0 = sl_gcra_init(&p->rate, now_ns); break;
     case SL_ALG_SRTCM:
     case SL_ALG_TRTCM:
       if (r->algorithm == SL_ALG_SRTCM)
-        sl_srtcm_init(&r->meter, now_ns, &st);
+        sl_srtcm_init(&p->meter, now_ns, &st);
       else
-        sl_trtcm_init(&r->meter, now_ns, &st);
+        sl_trtcm_init(&p->meter, now_ns, &st);
       b->w0 = st.e0;
       b->w1 = st.e1;
       break;
-    case SL_ALG_FIXED_WINDOW: b->w0 = sl_fixed_window_init(&r->window, now_ns); break;
-    case SL_ALG_SLIDING_WINDOW: b->w0 = sl_sliding_window_init(&r->window, now_ns); break;
+    case SL_ALG_FIXED_WINDOW: b->w0 = sl_fixed_window_init(&p->window, now_ns); break;
+    case SL_ALG_SLIDING_WINDOW: b->w0 = sl_sliding_window_init(&p->window, now_ns); break;
     default: b->w0 = 0; break;
   }
   b->last_seen_ns = now_ns;
+  b->gen = r->gen;
+}
+
+/* The profiles bucket b was written under: the rule's current ones, or (a bucket the loader
+ * has not converted yet after a rate change) the previous ones. */
+static __always_inline const struct sl_xdp_profiles *sl_profiles(const struct sl_xdp_rule *r,
+                                                                 const struct sl_bucket *b) {
+  return *(volatile __u64 *)&b->gen == r->gen ? &r->cur : &r->prev;
 }
 
 /* Waits (boundedly) for a bucket's writer to leave: its even sequence (0: never initialised),
@@ -301,6 +339,7 @@ static __always_inline void sl_restart(const struct sl_xdp_rule *r, struct sl_bu
   if (__sync_val_compare_and_swap(&b->seq, seen_seq, seen_seq + 1) != seen_seq) return;
   b->w0 = fresh.w0;
   b->w1 = fresh.w1;
+  b->gen = fresh.gen;
   b->last_seen_ns = now_ns;
   __sync_fetch_and_add(&b->seq, 1);
 }
@@ -308,13 +347,14 @@ static __always_inline void sl_restart(const struct sl_xdp_rule *r, struct sl_bu
 /* The rule's bucket for this frame: its aggregate, or its flow's (created full on the flow's
  * first packet). NULL if the flow table refuses an insert, or (a race at an aggregate's very
  * first packet) another CPU's initialisation does not finish within SL_SEQ_TRIES reads. */
-static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *r, __u32 rule,
+static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *r,
                                                       const struct sl_frame *f, __u64 now_ns) {
   struct sl_flow_key key;
   struct sl_bucket *b;
   __u64 seen, seq;
   if (r->key_mode == SL_KEY_NONE) {
-    b = bpf_map_lookup_elem(&sl_aggregates, &rule);
+    __u32 state = r->state;
+    b = bpf_map_lookup_elem(&sl_aggregates, &state);
     if (!b) return 0;
     if (*(volatile __u64 *)&b->seq == 0) { /* its first packet, here or on another CPU */
       sl_restart(r, b, now_ns, 0);
@@ -323,7 +363,7 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
     }
     return b;
   }
-  sl_flow_key_of(f, r, rule, &key);
+  sl_flow_key_of(f, r, &key);
   b = bpf_map_lookup_elem(&sl_flows, &key);
   if (!b) {
     struct sl_bucket fresh = {};
@@ -344,25 +384,27 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
   return b;
 }
 
-static __always_inline int sl_police_word(const struct sl_xdp_rule *r, __u64 cur, __u64 now_ns,
-                                          __u64 cost, __u64 *next) {
+static __always_inline int sl_police_word(const struct sl_xdp_rule *r,
+                                          const struct sl_xdp_profiles *p, __u64 cur,
+                                          __u64 now_ns, __u64 cost, __u64 *next) {
   switch (r->algorithm) {
-    case SL_ALG_TOKEN_BUCKET: return sl_tb_decide(&r->rate, cur, now_ns, cost, next);
-    case SL_ALG_GCRA: return sl_gcra_decide(&r->rate, cur, now_ns, cost, next);
-    case SL_ALG_FIXED_WINDOW: return sl_fixed_window_decide(&r->window, cur, now_ns, cost, next);
+    case SL_ALG_TOKEN_BUCKET: return sl_tb_decide(&p->rate, cur, now_ns, cost, next);
+    case SL_ALG_GCRA: return sl_gcra_decide(&p->rate, cur, now_ns, cost, next);
+    case SL_ALG_FIXED_WINDOW: return sl_fixed_window_decide(&p->window, cur, now_ns, cost, next);
     case SL_ALG_SLIDING_WINDOW:
-      return sl_sliding_window_decide(&r->window, cur, now_ns, cost, next);
+      return sl_sliding_window_decide(&p->window, cur, now_ns, cost, next);
     default: *next = cur; return 0;
   }
 }
 
-static __always_inline __u64 sl_refund_word(const struct sl_xdp_rule *r, __u64 cur, __u64 now_ns,
-                                            __u64 cost) {
+static __always_inline __u64 sl_refund_word(const struct sl_xdp_rule *r,
+                                            const struct sl_xdp_profiles *p, __u64 cur,
+                                            __u64 now_ns, __u64 cost) {
   switch (r->algorithm) {
-    case SL_ALG_TOKEN_BUCKET: return sl_tb_refund(&r->rate, cur, now_ns, cost);
-    case SL_ALG_GCRA: return sl_gcra_refund(&r->rate, cur, now_ns, cost);
-    case SL_ALG_FIXED_WINDOW: return sl_fixed_window_refund(&r->window, cur, now_ns, cost);
-    case SL_ALG_SLIDING_WINDOW: return sl_sliding_window_refund(&r->window, cur, now_ns, cost);
+    case SL_ALG_TOKEN_BUCKET: return sl_tb_refund(&p->rate, cur, now_ns, cost);
+    case SL_ALG_GCRA: return sl_gcra_refund(&p->rate, cur, now_ns, cost);
+    case SL_ALG_FIXED_WINDOW: return sl_fixed_window_refund(&p->window, cur, now_ns, cost);
+    case SL_ALG_SLIDING_WINDOW: return sl_sliding_window_refund(&p->window, cur, now_ns, cost);
     default: return cur;
   }
 }
@@ -371,8 +413,9 @@ static __always_inline __u64 sl_refund_word(const struct sl_xdp_rule *r, __u64 c
 static __always_inline int sl_police(const struct sl_xdp_rule *r, struct sl_bucket *b,
                                      __u64 now_ns, __u64 cost) {
   for (int i = 0; i < SL_CAS_TRIES; ++i) {
+    const struct sl_xdp_profiles *p = sl_profiles(r, b);
     __u64 cur = *(volatile __u64 *)&b->w0, next = cur;
-    int ok = sl_police_word(r, cur, now_ns, cost, &next);
+    int ok = sl_police_word(r, p, cur, now_ns, cost, &next);
     if (next == cur || __sync_val_compare_and_swap(&b->w0, cur, next) == cur) return ok;
   }
   return 0;
@@ -381,8 +424,9 @@ static __always_inline int sl_police(const struct sl_xdp_rule *r, struct sl_buck
 static __always_inline void sl_refund(const struct sl_xdp_rule *r, struct sl_bucket *b,
                                       __u64 now_ns, __u64 cost) {
   for (int i = 0; i < SL_CAS_TRIES; ++i) {
+    const struct sl_xdp_profiles *p = sl_profiles(r, b);
     __u64 cur = *(volatile __u64 *)&b->w0;
-    __u64 next = sl_refund_word(r, cur, now_ns, cost);
+    __u64 next = sl_refund_word(r, p, cur, now_ns, cost);
     if (next == cur || __sync_val_compare_and_swap(&b->w0, cur, next) == cur) return;
   }
 }
@@ -393,13 +437,15 @@ static __always_inline enum sl_colour sl_meter(const struct sl_xdp_rule *r, stru
                                                __u64 now_ns, __u64 cost) {
   for (int i = 0; i < SL_METER_TRIES; ++i) {
     struct sl_meter_state st, next;
+    const struct sl_xdp_profiles *p;
     enum sl_colour colour;
     __u64 seq = sl_stable_seq(b);
     if (seq & 1) continue;
+    p = sl_profiles(r, b);
     st.e0 = *(volatile __u64 *)&b->w0;
     st.e1 = *(volatile __u64 *)&b->w1;
-    colour = r->algorithm == SL_ALG_SRTCM ? sl_srtcm_decide(&r->meter, &st, now_ns, cost, &next)
-                                          : sl_trtcm_decide(&r->meter, &st, now_ns, cost, &next);
+    colour = r->algorithm == SL_ALG_SRTCM ? sl_srtcm_decide(&p->meter, &st, now_ns, cost, &next)
+                                          : sl_trtcm_decide(&p->meter, &st, now_ns, cost, &next);
     if (next.e0 == st.e0 && next.e1 == st.e1) {
       if (*(volatile __u64 *)&b->seq == seq) return colour;
       continue;
@@ -481,13 +527,14 @@ enum sl_charge_result {
   SL_CHARGE_GREEN = 3, /* meters: SL_CHARGE_GREEN + colour */
 };
 
+/* `at`: the key of the rule in sl_rules (bank * SL_XDP_MAX_RULES + index). */
 __attribute__((noinline)) int sl_charge(const struct sl_frame *f, __u32 at, __u64 now_ns) {
   struct sl_xdp_rule *r;
   struct sl_bucket *b;
   if (!f) return SL_CHARGE_NO_SLOT;
   r = bpf_map_lookup_elem(&sl_rules, &at);
   if (!r) return SL_CHARGE_NO_SLOT;
-  b = sl_state_for(r, at, f, now_ns);
+  b = sl_state_for(r, f, now_ns);
   if (!b) return SL_CHARGE_NO_SLOT;
   if (r->algorithm == SL_ALG_SRTCM || r->algorithm == SL_ALG_TRTCM)
     return SL_CHARGE_GREEN + (int)sl_meter(r, b, now_ns, sl_cost(r, f->len));
@@ -503,9 +550,10 @@ __attribute__((noinline)) int sl_refund_at(const struct sl_frame *f, __u32 at, _
   r = bpf_map_lookup_elem(&sl_rules, &at);
   if (!r) return 0;
   if (r->key_mode == SL_KEY_NONE) {
-    b = bpf_map_lookup_elem(&sl_aggregates, &at);
+    __u32 state = r->state;
+    b = bpf_map_lookup_elem(&sl_aggregates, &state);
   } else {
-    sl_flow_key_of(f, r, at, &key);
+    sl_flow_key_of(f, r, &key);
     b = bpf_map_lookup_elem(&sl_flows, &key);
   }
   if (b) sl_refund(r, b, now_ns, sl_cost(r, f->len));
@@ -517,29 +565,37 @@ __attribute__((noinline)) int sl_parse(struct xdp_md *ctx, struct sl_frame *f) {
   return sl_parse_frame(ctx, f);
 }
 
-__attribute__((noinline)) int sl_classify_frame(const struct sl_frame *f, __u32 port) {
+__attribute__((noinline)) int sl_classify_frame(const struct sl_frame *f, __u32 port,
+                                                __u32 bank, __u32 mask) {
   if (!f) return -1;
-  return sl_classify(f, port);
+  return sl_classify(f, port, bank, mask);
 }
 
-static __always_inline void sl_refund_below(const struct sl_xdp_rule *top,
+static __always_inline void sl_refund_below(const struct sl_xdp_rule *top, __u32 base,
                                             const struct sl_frame *f, int levels, __u64 now_ns) {
   for (int l = 0; l < SL_XDP_MAX_CHAIN; ++l) {
     if (l >= levels) break;
-    sl_refund_at(f, (__u32)top->chain[l], now_ns);
+    sl_refund_at(f, base + ((__u32)top->chain[l] & (SL_XDP_MAX_RULES - 1)), now_ns);
   }
 }
 
 SEC("xdp")
 int sluice_xdp(struct xdp_md *ctx) {
-  __u32 zero = 0, port = 0, slot;
+  __u32 zero = 0, port = 0, slot, bank, base;
   struct sl_xdp_config *cfg = bpf_map_lookup_elem(&sl_config, &zero);
+  struct sl_xdp_bank *bk;
   struct sl_frame f = {};
   struct sl_xdp_rule *top;
   __u32 *ifport;
   __u64 now_ns;
   int rule = -1, ok;
   if (!cfg) return XDP_PASS;
+  /* The bank first, then the clock: a packet that sees a new rule set reads a time no earlier
+   * than the loader's switch (bucket conversions are stamped with that time). */
+  bank = *(volatile __u32 *)&cfg->active_bank & (SL_XDP_BANKS - 1);
+  bk = bpf_map_lookup_elem(&sl_banks, &bank);
+  if (!bk) return XDP_PASS;
+  base = bank * SL_XDP_MAX_RULES;
   now_ns = sl_test_clock ? cfg->test_now_ns : bpf_ktime_get_ns();
   f.len = (__u32)(ctx->data_end - ctx->data);
   ok = sl_parse(ctx, &f) == 0;
@@ -547,20 +603,23 @@ int sluice_xdp(struct xdp_md *ctx) {
     __u32 len = f.len;
     __builtin_memset(&f, 0, sizeof(f));
     f.len = len;
-  } else {
-    __u32 ifindex = ctx->ingress_ifindex;
-    ifport = bpf_map_lookup_elem(&sl_ifport, &ifindex);
-    if (ifport) port = *ifport;
-    rule = sl_classify_frame(&f, port);
+  } else if (bk->rule_count) {
+    if (bk->field_mask & SL_FIELD_INGRESS) {
+      __u32 ifindex = ctx->ingress_ifindex;
+      ifport = bpf_map_lookup_elem(&sl_ifport, &ifindex);
+      if (ifport) port = *ifport;
+    }
+    rule = sl_classify_frame(&f, port, bank, bk->field_mask);
   }
-  if (rule < 0 || (__u32)rule >= cfg->rule_count || (__u32)rule >= SL_XDP_MAX_RULES) {
+  if (rule < 0 || (__u32)rule >= bk->rule_count || (__u32)rule >= SL_XDP_MAX_RULES) {
     sl_count(SL_XDP_DEFAULT_SLOT, SL_OUTCOME_MATCHED, f.len);
     if (!ok) sl_count(SL_XDP_DEFAULT_SLOT, SL_OUTCOME_MALFORMED, f.len);
-    return sl_act(ctx, cfg->default_action, SL_XDP_DEFAULT_SLOT, &f, ok);
+    return sl_act(ctx, bk->default_action, SL_XDP_DEFAULT_SLOT, &f, ok);
   }
-  slot = (__u32)rule;
+  slot = base + (__u32)rule;
   top = bpf_map_lookup_elem(&sl_rules, &slot);
   if (!top) return XDP_PASS;
+  slot = top->state; /* counters belong to the rule's state slot */
   sl_count(slot, SL_OUTCOME_MATCHED, f.len);
   /* Charge the rule, then each parent; a refusal anywhere gives back what was taken below
    * it, so a refused packet charges nothing. A meter decides and acts where it stands. */
@@ -569,7 +628,7 @@ int sluice_xdp(struct xdp_md *ctx) {
     struct sl_xdp_rule *r;
     int res;
     if (level >= top->chain_len) break;
-    at = (__u32)top->chain[level];
+    at = base + ((__u32)top->chain[level] & (SL_XDP_MAX_RULES - 1));
     r = bpf_map_lookup_elem(&sl_rules, &at);
     if (!r) break;
     res = sl_charge(&f, at, now_ns);
@@ -584,7 +643,7 @@ int sluice_xdp(struct xdp_md *ctx) {
       return sl_act(ctx, colour == SL_GREEN ? r->green : colour == SL_YELLOW ? r->yellow : r->red,
                     slot, &f, 1);
     }
-    sl_refund_below(top, &f, level, now_ns);
+    sl_refund_below(top, base, &f, level, now_ns);
     sl_count(slot, SL_OUTCOME_EXCEEDED, f.len);
     return sl_act(ctx, res == SL_CHARGE_NO_SLOT ? r->overflow : r->action, slot, &f, 1);
   }

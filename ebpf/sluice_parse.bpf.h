@@ -36,6 +36,24 @@ struct sl_frame {
 
 static __always_inline __u16 sl_be16(const __u8 *p) { return (__u16)(p[0] << 8 | p[1]); }
 
+/* bpf_xdp_load_bytes() semantics (0, or an error if [off, off+n) is not all in the frame),
+ * with the helper call saved where the bytes lie in the linear part of the frame (every
+ * frame of a driver without multi-buffer XDP): a direct copy after the verifier's bounds
+ * check. Frames longer than 64 KiB or fragmented take the helper. */
+#define sl_load_bytes(ctx, off, buf, n)                                          \
+  ({                                                                             \
+    __u32 sl_off_ = (off);                                                       \
+    void *sl_data_ = (void *)(long)(ctx)->data;                                  \
+    void *sl_end_ = (void *)(long)(ctx)->data_end;                               \
+    int sl_rc_ = 0;                                                              \
+    if (sl_off_ < 0xffff && sl_data_ + sl_off_ + (n) <= sl_end_) {               \
+      __builtin_memcpy((buf), sl_data_ + sl_off_, (n));                          \
+    } else {                                                                     \
+      sl_rc_ = bpf_xdp_load_bytes((ctx), sl_off_, (buf), (n));                   \
+    }                                                                            \
+    sl_rc_;                                                                      \
+  })
+
 static __always_inline int sl_is_vlan_tpid(__u16 t) { return t == 0x8100 || t == 0x88a8; }
 
 /* hop-by-hop, routing, fragment, destination options, AH; ESP (50) ends the walk. */
@@ -62,7 +80,7 @@ static __always_inline int sl_parse_l4(struct xdp_md *ctx, __u32 l4, __u32 ip_en
   __u8 ports[4];
   if (ip_end - l4 < sl_min_l4_len(f->proto)) return -1;
   if (sl_carries_ports(f->proto)) {
-    if (bpf_xdp_load_bytes(ctx, l4, ports, sizeof(ports))) return -1;
+    if (sl_load_bytes(ctx, l4, ports, sizeof(ports))) return -1;
     f->has_ports = 1;
     f->src_port = sl_be16(ports);
     f->dst_port = sl_be16(ports + 2);
@@ -75,7 +93,7 @@ static __always_inline int sl_parse_ipv4(struct xdp_md *ctx, __u32 l3, struct sl
   __u32 len = f->len, header_len, total_len;
   __u16 frag;
   if (len - l3 < SL_IPV4_MIN_HLEN) return -1;
-  if (bpf_xdp_load_bytes(ctx, l3, ip, sizeof(ip))) return -1;
+  if (sl_load_bytes(ctx, l3, ip, sizeof(ip))) return -1;
   if ((ip[0] >> 4) != 4) return -1;
   header_len = (ip[0] & 0x0fu) * 4;
   if (header_len < SL_IPV4_MIN_HLEN) return -1;
@@ -98,7 +116,7 @@ static __always_inline int sl_parse_ipv6(struct xdp_md *ctx, __u32 l3, struct sl
   __u32 len = f->len, ip_end, off;
   __u8 nh;
   if (len - l3 < SL_IPV6_HLEN) return -1;
-  if (bpf_xdp_load_bytes(ctx, l3, ip, sizeof(ip))) return -1;
+  if (sl_load_bytes(ctx, l3, ip, sizeof(ip))) return -1;
   if ((ip[0] >> 4) != 6) return -1;
   ip_end = l3 + SL_IPV6_HLEN + sl_be16(ip + 4);
   if (ip_end > len) return -1;
@@ -113,7 +131,7 @@ static __always_inline int sl_parse_ipv6(struct xdp_md *ctx, __u32 l3, struct sl
     __u32 ext_len;
     if (!sl_is_ipv6_ext(nh)) break;
     if (ip_end - off < SL_IPV6_MIN_EXT_LEN) return -1;
-    if (bpf_xdp_load_bytes(ctx, off, ext, sizeof(ext))) return -1;
+    if (sl_load_bytes(ctx, off, ext, sizeof(ext))) return -1;
     ext_len = nh == 51 ? (ext[1] + 2u) * 4 : (ext[1] + 1u) * 8;
     if (nh == 44) {
       if ((sl_be16(ext + 2) >> 3) != 0) { /* the L4 header is in fragment 0 */
@@ -137,13 +155,13 @@ static __always_inline int sl_parse_frame(struct xdp_md *ctx, struct sl_frame *f
   __u32 len = f->len, type_off = 12, l3;
   __u16 type;
   if (len < SL_ETH_HLEN) return -1;
-  if (bpf_xdp_load_bytes(ctx, type_off, b, 2)) return -1;
+  if (sl_load_bytes(ctx, type_off, b, 2)) return -1;
   type = sl_be16(b);
   for (int i = 0; i <= SL_MAX_VLAN_TAGS; ++i) {
     if (!sl_is_vlan_tpid(type)) break;
     if (f->vlan_count == SL_MAX_VLAN_TAGS) return -1;
     if (len - type_off < 2 + 4) return -1; /* the TCI and the next ethertype */
-    if (bpf_xdp_load_bytes(ctx, type_off + 2, b, 4)) return -1;
+    if (sl_load_bytes(ctx, type_off + 2, b, 4)) return -1;
     if (f->vlan_count == 0) f->outer_vlan = sl_be16(b) & 0x0fff;
     f->vlan_count++;
     type_off += 4;

@@ -9,6 +9,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+
 #include "../dataplane/abi/sluice_abi.h"
 
 namespace sluice::xdp {
@@ -55,11 +59,55 @@ Result<std::unique_ptr<XdpBackend>> XdpBackend::attach(const std::string& iface,
   return std::unique_ptr<XdpBackend>(new XdpBackend(std::move(*prog), dir));
 }
 
-XdpBackend::~XdpBackend() { (void)detach(); }
+Result<std::unique_ptr<XdpBackend>> XdpBackend::open(const std::string& iface) {
+  if (if_nametoindex(iface.c_str()) == 0) return make_error("no such interface: " + iface);
+  const std::string dir = std::string(SL_XDP_PIN_ROOT) + "/" + iface;
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) return make_error("sluice is not attached to " + iface);
+  auto prog = XdpProgram::open_pinned(dir);
+  if (!prog) return prog.error();
+  return std::unique_ptr<XdpBackend>(new XdpBackend(std::move(*prog), dir, iface));
+}
+
+// Only sluice's own program: the one attached now must be named as ours.
+Status XdpBackend::detach_opened() {
+  const int ifindex = int(if_nametoindex(opened_iface_.c_str()));
+  if (ifindex == 0) return make_error("no such interface: " + opened_iface_);
+  LIBBPF_OPTS(bpf_xdp_query_opts, q);
+  if (int err = bpf_xdp_query(ifindex, 0, &q)) {
+    errno = -err;
+    return os_error("querying the XDP program of " + opened_iface_);
+  }
+  const bool skb = q.attach_mode == XDP_ATTACHED_SKB;
+  const uint32_t id = skb ? q.skb_prog_id : q.drv_prog_id;
+  if (id == 0) return Ok{};  // nothing attached: only the pins are left
+  const int fd = bpf_prog_get_fd_by_id(id);
+  if (fd < 0) return os_error("opening the XDP program of " + opened_iface_);
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  Status s = Ok{};
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0 || std::strcmp(info.name, "sluice_xdp") != 0) {
+    s = make_error(opened_iface_ + " has an XDP program that is not sluice's");
+  } else {
+    LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = fd);
+    const uint32_t flags = (skb ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE) | XDP_FLAGS_REPLACE;
+    if (int err = bpf_xdp_detach(ifindex, flags, &opts)) {
+      errno = -err;
+      s = os_error("detaching the XDP program of " + opened_iface_);
+    }
+  }
+  close(fd);
+  return s;
+}
+
+XdpBackend::~XdpBackend() {
+  if (opened_iface_.empty() && !keep_) (void)detach();  // an opened one leaves it running
+}
 
 Status XdpBackend::detach() {
   if (pin_dir_.empty()) return Ok{};
-  Status s = prog_->detach();
+  Status s = opened_iface_.empty() ? prog_->detach() : detach_opened();
+  if (!s && !opened_iface_.empty()) return s;  // someone else's program: leave its pins too
   prog_->unpin_maps(pin_dir_);
   if (rmdir(pin_dir_.c_str()) != 0 && s.ok()) s = os_error(pin_dir_);
   pin_dir_.clear();

@@ -17,20 +17,34 @@ class XdpBackend {
   // directory exists (another sluice attached there); on any error nothing stays behind.
   static Result<std::unique_ptr<XdpBackend>> attach(const std::string& iface, AttachMode mode,
                                                     const RuleSet& rules);
+  // The backend another process attached to `iface`, through its pinned maps (sluicectl
+  // --xdp): rules, counters and detach work; refused if nothing of sluice is pinned there.
+  static Result<std::unique_ptr<XdpBackend>> open(const std::string& iface);
   ~XdpBackend();
   XdpBackend(const XdpBackend&) = delete;
   XdpBackend& operator=(const XdpBackend&) = delete;
 
   Status set_rules(const RuleSet& rules) { return prog_->set_rules(rules); }
   Result<WorkerCounters> counters() const { return prog_->counters(); }
+  const RuleSet& rules() const { return prog_->rules(); }
+  uint64_t generation() const { return prog_->generation(); }
+  // Leaves the program attached and its maps pinned when this object goes (sluicectl xdp
+  // attach: a later sluicectl reaches it through XdpBackend::open).
+  void keep_attached() {
+    keep_ = true;
+    prog_->keep_attached();
+  }
   const std::string& pin_dir() const { return pin_dir_; }
   Status detach();
 
  private:
-  XdpBackend(std::unique_ptr<XdpProgram> prog, std::string pin_dir)
-      : prog_(std::move(prog)), pin_dir_(std::move(pin_dir)) {}
+  XdpBackend(std::unique_ptr<XdpProgram> prog, std::string pin_dir, std::string iface = "")
+      : prog_(std::move(prog)), pin_dir_(std::move(pin_dir)), opened_iface_(std::move(iface)) {}
+  Status detach_opened();  // the program another process attached
   std::unique_ptr<XdpProgram> prog_;
   std::string pin_dir_;
+  std::string opened_iface_;  // set by open(): the program is not ours to destroy
+  bool keep_ = false;
 };
 
 }  // namespace sluice::xdp

@@ -4,12 +4,19 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <string>
 
+#include "../dataplane/core/rules_loader.hpp"
 #include "sluice.skel.h"
 #include "xdp_match_maps.hpp"
+#include "xdp_rule_swap.hpp"
 #include "xdp_rules.hpp"
 
 namespace sluice::xdp {
@@ -44,59 +51,218 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::load(const LoadOptions& opts) {
   return std::unique_ptr<XdpProgram>(new XdpProgram(skel, opts));
 }
 
+Result<std::unique_ptr<XdpProgram>> XdpProgram::open_pinned(const std::string& dir) {
+  sluice_bpf* skel = sluice_bpf__open();
+  if (!skel) return os_error("opening the XDP program", errno);
+  auto fail = [&](const Error& e) -> Result<std::unique_ptr<XdpProgram>> {
+    sluice_bpf__destroy(skel);
+    return e;
+  };
+  bpf_map* map;
+  bpf_object__for_each_map(map, skel->obj) {
+    if (bpf_map__is_internal(map)) continue;
+    const std::string path = dir + "/" + bpf_map__name(map);
+    const int fd = bpf_obj_get(path.c_str());
+    if (fd < 0) return fail(os_error(path + " (is sluice attached there?)", errno));
+    const int err = bpf_map__reuse_fd(map, fd);  // dups fd
+    close(fd);
+    if (err) return fail(os_error("reusing " + path, err));
+  }
+  std::unique_ptr<XdpProgram> prog(new XdpProgram(skel, LoadOptions{}));
+  prog->maps_only_ = true;
+  if (Status s = prog->read_back_rules(); !s) return s.error();
+  return prog;
+}
+
+Status XdpProgram::read_back_rules() {
+  auto cfg = read_config();
+  if (!cfg) return cfg.error();
+  const uint32_t bank = cfg->active_bank % SL_XDP_BANKS, zero = 0;
+  sl_xdp_bank b{};
+  if (int err = bpf_map__lookup_elem(skel_->maps.sl_banks, &bank, sizeof(bank), &b, sizeof(b), 0))
+    return os_error("reading the XDP bank", err);
+  auto text = std::make_unique<sl_rules_text>();
+  if (int err = bpf_map__lookup_elem(skel_->maps.sl_rules_text, &zero, sizeof(zero), text.get(),
+                                     sizeof(*text), 0))
+    return os_error("reading the XDP rules text", err);
+  if (text->len > SL_XDP_RULES_TEXT_MAX) return make_error("the XDP rules text is corrupt");
+  auto rules = load_rules_text(std::string(text->text, text->len), "(running XDP rules)");
+  if (!rules) return rules.error();
+  if (rules->rules.size() != b.rule_count)
+    return make_error("the XDP rules text does not match the running rule set");
+  std::vector<sl_xdp_rule> entries(b.rule_count);
+  for (uint32_t i = 0; i < b.rule_count; ++i) {
+    const uint32_t key = bank * SL_XDP_MAX_RULES + i;
+    if (int err = bpf_map__lookup_elem(skel_->maps.sl_rules, &key, sizeof(key), &entries[i],
+                                       sizeof(sl_xdp_rule), 0))
+      return os_error("reading the XDP rules", err);
+  }
+  rules_ = std::move(*rules);
+  entries_ = std::move(entries);
+  generation_ = cfg->generation;
+  return Ok{};
+}
+
 XdpProgram::~XdpProgram() {
   (void)detach();
   sluice_bpf__destroy(skel_);
 }
 
-int XdpProgram::prog_fd() const { return bpf_program__fd(skel_->progs.sluice_xdp); }
+void XdpProgram::keep_attached() { attached_ifindex_ = 0; }
 
-Status XdpProgram::set_rules(const RuleSet& rules) {
-  auto compiled = compile_xdp_rules(rules, opts_.stale_read_tolerance_ns);
-  if (!compiled) return compiled.error();
-  // No rule matches while the tables change; the new count goes in last.
+int XdpProgram::prog_fd() const {
+  return maps_only_ ? -1 : bpf_program__fd(skel_->progs.sluice_xdp);
+}
+
+Result<sl_xdp_config> XdpProgram::read_config() const {
   sl_xdp_config cfg{};
   const uint32_t zero = 0;
   if (int err = bpf_map__lookup_elem(skel_->maps.sl_config, &zero, sizeof(zero), &cfg,
                                      sizeof(cfg), 0))
     return os_error("reading the XDP config", err);
-  const uint64_t test_now_ns = cfg.test_now_ns;
-  cfg.rule_count = 0;
-  if (Status s = put(skel_->maps.sl_config, zero, cfg, "sl_config"); !s) return s;
+  return cfg;
+}
+
+uint64_t XdpProgram::now_ns() const {
+  if (opts_.test_clock) {
+    auto cfg = read_config();
+    return cfg ? cfg->test_now_ns : 0;
+  }
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // bpf_ktime_get_ns()'s clock
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots) {
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return os_error("counting CPUs", cpus);
+  const std::vector<sl_counter> zeros(size_t(cpus), sl_counter{});
   const sl_bucket empty{};
-  for (uint32_t i = 0; i < SL_XDP_MAX_RULES; ++i) {
-    if (i < compiled->rules.size()) {
-      if (Status s = put(skel_->maps.sl_rules, i, compiled->rules[i], "sl_rules"); !s) return s;
+  for (uint16_t slot : slots) {
+    const uint32_t key = slot;
+    if (Status s = put(skel_->maps.sl_aggregates, key, empty, "sl_aggregates"); !s) return s;
+    for (uint32_t o = 0; o < SL_OUTCOME_COUNT; ++o) {
+      const uint32_t idx = sl_counter_index(slot, o);
+      if (int err = bpf_map__update_elem(skel_->maps.sl_counters, &idx, sizeof(idx), zeros.data(),
+                                         zeros.size() * sizeof(sl_counter), BPF_ANY))
+        return os_error("XDP map sl_counters", err);
     }
-    if (Status s = put(skel_->maps.sl_aggregates, i, empty, "sl_aggregates"); !s) return s;
   }
-  // Per-flow state of the old rules would be keyed by rule indexes that now mean other rules.
-  sl_flow_key key{}, next{};
-  while (bpf_map__get_next_key(skel_->maps.sl_flows, nullptr, &next, sizeof(next)) == 0) {
-    key = next;
-    if (bpf_map__delete_elem(skel_->maps.sl_flows, &key, sizeof(key), 0)) break;
-  }
-  if (Status s = fill_match_maps(skel_, rules.rules); !s) return s;
-  cfg = compiled->config;
-  cfg.test_now_ns = test_now_ns;
-  if (Status s = put(skel_->maps.sl_config, zero, cfg, "sl_config"); !s) return s;
-  rule_count_ = compiled->rules.size();
   return Ok{};
+}
+
+Status XdpProgram::sweep_flows(const std::vector<uint16_t>& drop_slots,
+                               const std::vector<const sl_xdp_rule*>& convert_rules) {
+  std::vector<const sl_xdp_rule*> convert_by_slot(SL_XDP_STATE_SLOTS, nullptr);
+  std::vector<bool> drop(SL_XDP_STATE_SLOTS, false);
+  for (uint16_t s : drop_slots) drop[s] = true;
+  for (const sl_xdp_rule* r : convert_rules) convert_by_slot[r->state] = r;
+  // Keys first: deleting while walking would restart the walk.
+  std::vector<sl_flow_key> doomed, converted;
+  sl_flow_key key{}, next{};
+  const sl_flow_key* at = nullptr;
+  bpf_map* flows = skel_->maps.sl_flows;
+  while (bpf_map__get_next_key(flows, at, &next, sizeof(next)) == 0) {
+    if (next.state < SL_XDP_STATE_SLOTS) {
+      if (drop[next.state]) doomed.push_back(next);
+      else if (convert_by_slot[next.state]) converted.push_back(next);
+    }
+    key = next;
+    at = &key;
+  }
+  for (const sl_flow_key& k : doomed) (void)bpf_map__delete_elem(flows, &k, sizeof(k), 0);
+  for (const sl_flow_key& k : converted) {
+    sl_bucket b{};
+    if (bpf_map__lookup_elem(flows, &k, sizeof(k), &b, sizeof(b), 0)) continue;  // evicted
+    b = convert_bucket(*convert_by_slot[k.state], b, now_ns());
+    // BPF_EXIST: a flow evicted meanwhile stays evicted (its next packet starts it full).
+    (void)bpf_map__update_elem(flows, &k, sizeof(k), &b, sizeof(b), BPF_EXIST);
+  }
+  return Ok{};
+}
+
+// Waits until no run of the program that may have read the old bank is still going: XDP runs
+// inside an RCU read-side section, and MEMBARRIER_CMD_GLOBAL is synchronize_rcu().
+static void wait_for_readers() {
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) usleep(10000);
+}
+
+Status XdpProgram::set_rules(const RuleSet& rules) {
+  auto compiled = compile_xdp_rules(rules, opts_.stale_read_tolerance_ns);
+  if (!compiled) return compiled.error();
+  auto text = std::make_unique<sl_rules_text>();
+  const std::string yaml = dump_rules_yaml(rules);
+  if (yaml.size() > SL_XDP_RULES_TEXT_MAX)
+    return make_error("the rules file is too large for the XDP backend (over 1 MiB as YAML)");
+  text->len = uint32_t(yaml.size());
+  std::memcpy(text->text, yaml.data(), yaml.size());
+  auto cfg = read_config();
+  if (!cfg) return cfg.error();
+  const uint32_t bank = (cfg->active_bank + 1) % SL_XDP_BANKS;  // the one nobody reads
+  RuleSwapPlan plan = plan_rule_swap(rules_.rules, entries_, rules.rules,
+                                     std::move(compiled->rules));
+
+  // 1. The new rules' slots start over (nothing running uses them), the new bank is written.
+  if (Status s = start_slots_over(plan.fresh_slots); !s) return s;
+  if (!plan.fresh_slots.empty())
+    if (Status s = sweep_flows(plan.fresh_slots, {}); !s) return s;
+  const uint32_t base = bank * SL_XDP_MAX_RULES;
+  for (uint32_t i = 0; i < plan.rules.size(); ++i)
+    if (Status s = put(skel_->maps.sl_rules, base + i, plan.rules[i], "sl_rules"); !s) return s;
+  auto mask = fill_match_maps(skel_, rules.rules, bank);
+  if (!mask) return mask.error();
+  sl_xdp_bank bank_cfg = compiled->bank;
+  bank_cfg.field_mask = *mask;
+  if (Status s = put(skel_->maps.sl_banks, bank, bank_cfg, "sl_banks"); !s) return s;
+
+  // 2. One write switches every packet to the new set.
+  auto now_cfg = read_config();  // test_now_ns may have moved meanwhile? (not concurrently)
+  if (!now_cfg) return now_cfg.error();
+  sl_xdp_config next_cfg = *now_cfg;
+  next_cfg.active_bank = bank;
+  next_cfg.generation += 1;
+  const uint32_t zero = 0;
+  if (Status s = put(skel_->maps.sl_config, zero, next_cfg, "sl_config"); !s) return s;
+  rules_ = rules;
+  entries_ = plan.rules;
+  generation_ = next_cfg.generation;
+  if (int err = bpf_map__update_elem(skel_->maps.sl_rules_text, &zero, sizeof(zero), text.get(),
+                                     sizeof(*text), BPF_ANY))
+    return os_error("XDP map sl_rules_text", err);
+
+  // 3. Once no run reads the old bank: kept rules' buckets into their new profiles (a bucket
+  // not yet converted is still read under its old ones), removed rules' flows dropped.
+  if (plan.convert_slots.empty() && plan.freed_slots.empty()) return Ok{};
+  wait_for_readers();
+  std::vector<const sl_xdp_rule*> convert;
+  for (const sl_xdp_rule& r : entries_)
+    for (uint16_t slot : plan.convert_slots)
+      if (r.state == slot) convert.push_back(&r);
+  for (const sl_xdp_rule* r : convert) {
+    if (r->key_mode != SL_KEY_NONE) continue;
+    const uint32_t key = r->state;
+    sl_bucket b{};
+    if (int err = bpf_map__lookup_elem(skel_->maps.sl_aggregates, &key, sizeof(key), &b,
+                                       sizeof(b), 0))
+      return os_error("reading an XDP aggregate", err);
+    b = convert_bucket(*r, b, now_ns());
+    if (Status s = put(skel_->maps.sl_aggregates, key, b, "sl_aggregates"); !s) return s;
+  }
+  return sweep_flows(plan.freed_slots, convert);
 }
 
 Status XdpProgram::set_test_now(uint64_t now_ns) {
   if (!opts_.test_clock) return make_error("the XDP program was loaded without the test clock");
   const uint32_t zero = 0;
-  sl_xdp_config cfg{};
-  if (int err = bpf_map__lookup_elem(skel_->maps.sl_config, &zero, sizeof(zero), &cfg,
-                                     sizeof(cfg), 0))
-    return os_error("reading the XDP config", err);
-  cfg.test_now_ns = now_ns;
-  return put(skel_->maps.sl_config, zero, cfg, "sl_config");
+  auto cfg = read_config();
+  if (!cfg) return cfg.error();
+  cfg->test_now_ns = now_ns;
+  return put(skel_->maps.sl_config, zero, *cfg, "sl_config");
 }
 
 Result<XdpProgram::RunResult> XdpProgram::test_run(const uint8_t* frame, uint32_t len,
                                                    uint32_t repeat) {
+  if (maps_only_) return make_error("no XDP program here: the maps were opened from their pins");
   RunResult out;
   out.frame.resize(len + 256);  // room in case a future action grows the frame
   LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = frame, .data_out = out.frame.data(),
@@ -116,10 +282,11 @@ Status XdpProgram::set_ingress_port(int ifindex, uint32_t port_id) {
 Result<WorkerCounters> XdpProgram::counters() const {
   const int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return os_error("counting CPUs", cpus);
-  WorkerCounters total(rule_count_);
+  const size_t rule_count = entries_.size();
+  WorkerCounters total(rule_count);
   std::vector<sl_counter> per_cpu(static_cast<size_t>(cpus));
-  for (size_t slot = 0; slot <= rule_count_; ++slot) {
-    const uint32_t abi_slot = slot == rule_count_ ? SL_XDP_DEFAULT_SLOT : uint32_t(slot);
+  for (size_t slot = 0; slot <= rule_count; ++slot) {
+    const uint32_t abi_slot = slot == rule_count ? SL_XDP_DEFAULT_SLOT : entries_[slot].state;
     TrafficCounters& t = total.per_rule[slot];
     for (uint32_t o = 0; o < SL_OUTCOME_COUNT; ++o) {
       const uint32_t idx = sl_counter_index(abi_slot, o);
@@ -136,6 +303,7 @@ Result<WorkerCounters> XdpProgram::counters() const {
 }
 
 Status XdpProgram::attach(int ifindex, AttachMode mode) {
+  if (maps_only_) return make_error("no XDP program here: the maps were opened from their pins");
   if (attached_ifindex_ != 0) return make_error("the XDP program is already attached");
   const uint32_t flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
                          (mode == AttachMode::native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
@@ -151,6 +319,15 @@ Status XdpProgram::attach(int ifindex, AttachMode mode) {
 
 Status XdpProgram::detach() {
   if (attached_ifindex_ == 0) return Ok{};
+  // Already detached by someone else (sluicectl xdp detach through the pins): nothing to do.
+  uint32_t attached_id = 0;
+  bpf_prog_info info{};
+  uint32_t info_len = sizeof(info);
+  if (bpf_xdp_query_id(attached_ifindex_, int(attached_flags_), &attached_id) == 0 &&
+      bpf_obj_get_info_by_fd(prog_fd(), &info, &info_len) == 0 && attached_id != info.id) {
+    attached_ifindex_ = 0;
+    return Ok{};
+  }
   LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = prog_fd());
   // XDP_FLAGS_REPLACE with old_prog_fd: detaches only if our program is still the one there.
   int err = bpf_xdp_detach(attached_ifindex_, attached_flags_ | XDP_FLAGS_REPLACE, &opts);
@@ -176,7 +353,8 @@ void XdpProgram::unpin_maps(const std::string& dir) {
   bpf_map* map;
   bpf_object__for_each_map(map, skel_->obj) {
     if (bpf_map__is_internal(map)) continue;
-    (void)bpf_map__unpin(map, (dir + "/" + bpf_map__name(map)).c_str());
+    // unlink, not bpf_map__unpin: a map reused from a pin has no pin path of its own in libbpf
+    (void)unlink((dir + "/" + bpf_map__name(map)).c_str());
   }
 }
 

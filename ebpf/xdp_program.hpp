@@ -31,15 +31,28 @@ class XdpProgram {
  public:
   // Opens and loads the program (the kernel verifier runs here).
   static Result<std::unique_ptr<XdpProgram>> load(const LoadOptions& opts);
+
+  // The maps another process pinned under DIR (pin_maps), without loading a program: rules
+  // (set_rules, rules) and counters work on them as on the loader's own; test runs and
+  // attach do not. The running rule set is read back from sl_rules_text.
+  static Result<std::unique_ptr<XdpProgram>> open_pinned(const std::string& dir);
   ~XdpProgram();  // detaches what attach() attached, then destroys the skeleton
   XdpProgram(const XdpProgram&) = delete;
   XdpProgram& operator=(const XdpProgram&) = delete;
 
   int prog_fd() const;
 
-  // Compiles and loads a rule set into the maps, with every bucket starting over; refuses what
-  // compile_xdp_rules() refuses and then changes nothing.
+  // Compiles a rule set into the bank of the maps the program is not reading and switches to
+  // it with one map write (sluice_abi.h "Rule changes"): a packet sees the old set or the new
+  // one. A rule whose state identity is unchanged (rules_diff.hpp) keeps its buckets, flows
+  // and counters; a new rate, burst or limit carries its tokens, capped at the new burst; new
+  // rules start full. Refuses what compile_xdp_rules() refuses and then changes nothing.
   Status set_rules(const RuleSet& rules);
+
+  // The rule set running now (empty before the first set_rules).
+  const RuleSet& rules() const { return rules_; }
+  // Rule sets applied since the program was loaded (read back by open_pinned).
+  uint64_t generation() const { return generation_; }
 
   // The test clock's now_ns for the next packets (only with LoadOptions::test_clock).
   Status set_test_now(uint64_t now_ns);
@@ -65,6 +78,9 @@ class XdpProgram {
   // already has an XDP program.
   Status attach(int ifindex, AttachMode mode);
   Status detach();
+  // Forgets the attachment: the destructor leaves the program attached (the kernel keeps it
+  // while the interface holds it).
+  void keep_attached();
 
   // Pins every map of the program as DIR/<map name> (DIR must exist); unpin_maps() removes
   // them again.
@@ -73,9 +89,20 @@ class XdpProgram {
 
  private:
   XdpProgram(sluice_bpf* skel, const LoadOptions& opts) : skel_(skel), opts_(opts) {}
+  Status read_back_rules();  // rules_ and entries_ from the maps (open_pinned)
+  bool maps_only_ = false;   // open_pinned: no program of ours
   sluice_bpf* skel_;
   LoadOptions opts_;
-  size_t rule_count_ = 0;
+  Result<sl_xdp_config> read_config() const;
+  uint64_t now_ns() const;  // the program's clock: the test clock, or CLOCK_MONOTONIC
+  Status start_slots_over(const std::vector<uint16_t>& slots);
+  // Drops the flows of drop_slots and converts those of the rules' slots (convert_bucket).
+  Status sweep_flows(const std::vector<uint16_t>& drop_slots,
+                     const std::vector<const sl_xdp_rule*>& convert_rules);
+
+  RuleSet rules_;                    // running now
+  std::vector<sl_xdp_rule> entries_;  // its entries, as in the active bank
+  uint64_t generation_ = 0;
   int attached_ifindex_ = 0;
   uint32_t attached_flags_ = 0;
 };

@@ -15,16 +15,16 @@ Status compile_profiles(const Rule& r, sl_xdp_rule& out) {
   };
   switch (r.algorithm) {
     case Algorithm::token_bucket:
-    case Algorithm::gcra: return take(make_rate_profile(r.rate, r.burst), out.rate);
+    case Algorithm::gcra: return take(make_rate_profile(r.rate, r.burst), out.cur.rate);
     case Algorithm::srtcm:
-      return take(make_srtcm_profile(r.rate, r.burst, r.excess_burst), out.meter);
+      return take(make_srtcm_profile(r.rate, r.burst, r.excess_burst), out.cur.meter);
     case Algorithm::trtcm:
-      return take(make_trtcm_profile(r.rate, r.burst, r.peak_rate, r.peak_burst), out.meter);
+      return take(make_trtcm_profile(r.rate, r.burst, r.peak_rate, r.peak_burst), out.cur.meter);
     case Algorithm::fixed_window:
     case Algorithm::sliding_window:
       return take(make_window_profile(r.window_ns, r.limit,
                                       r.algorithm == Algorithm::sliding_window),
-                  out.window);
+                  out.cur.window);
     case Algorithm::leaky_bucket: break;
   }
   return make_error("leaky-bucket shapes traffic, and the XDP backend cannot shape: XDP cannot "
@@ -42,14 +42,14 @@ Result<CompiledRules> compile_xdp_rules(const RuleSet& rules, uint64_t stale_rea
   if (stale_read_tolerance_ns > kMaxDelayNs)
     return make_error("stale-read tolerance must be at most 60 s");
   CompiledRules out;
-  out.config.rule_count = uint32_t(rs.size());
-  out.config.default_action = abi::to_abi(rules.default_action);
+  out.bank.rule_count = uint32_t(rs.size());
+  out.bank.default_action = abi::to_abi(rules.default_action);
   for (size_t i = 0; i < rs.size(); ++i) {
     const Rule& r = rs[i];
     sl_xdp_rule e{};
     if (Status s = compile_profiles(r, e); !s)
       return make_error("rule \"" + r.name + "\": " + s.error().message);
-    for (sl_rate_profile* p : {&e.rate, &e.meter.committed, &e.meter.peak})
+    for (sl_rate_profile* p : {&e.cur.rate, &e.cur.meter.committed, &e.cur.meter.peak})
       set_stale_read_tolerance(*p, stale_read_tolerance_ns);
     e.idle_timeout_ns = r.idle_timeout_ns;
     e.overhead_bytes = r.overhead_bytes;
@@ -69,6 +69,7 @@ Result<CompiledRules> compile_xdp_rules(const RuleSet& rules, uint64_t stale_rea
     e.green = abi::to_abi(r.colour_actions.green);
     e.yellow = abi::to_abi(r.colour_actions.yellow);
     e.red = abi::to_abi(r.colour_actions.red);
+    e.prev = e.cur;
     out.rules.push_back(e);
   }
   return out;

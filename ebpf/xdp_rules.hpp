@@ -12,8 +12,8 @@
 namespace sluice::xdp {
 
 struct CompiledRules {
-  std::vector<sl_xdp_rule> rules;  // file order
-  sl_xdp_config config{};          // rule count and default action (test_now_ns 0)
+  std::vector<sl_xdp_rule> rules;  // file order; state slots and generations not yet given
+  sl_xdp_bank bank{};              // rule count and default action (field mask not yet given)
 };
 
 // Refuses what the XDP backend cannot enforce, with the message the operator sees: more than

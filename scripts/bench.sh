@@ -4,6 +4,7 @@
 #   scripts/bench.sh core [--repetitions N] [--write]
 #   scripts/bench.sh dataplane [--repetitions N] [--write] [-- BENCH_DATAPLANE_OPTIONS...]
 #   scripts/bench.sh rules [--repetitions N] [--write]
+#   scripts/bench.sh xdp [--write]
 #
 # core: Google Benchmark (build-bench/bench/sluice-bench-core) of one decision of every core
 #   algorithm, on 1 thread and with 2 threads charging one shared bucket, beside a
@@ -19,6 +20,8 @@
 #   last) beside the linear walk it replaced; then `sluiced --replay` with N keyed (src-ip)
 #   rules without max-flows, the match last, over a 2M-packet trace from 1,000 sources: wall
 #   time per packet and max RSS (/usr/bin/time -v), and the RSS of a 10-packet run (start-up).
+# xdp: the XDP backend: scripts/bench_xdp.sh (see its header: root; BPF_PROG_TEST_RUN at 1,
+#   1k and 1M flows beside XDP_PASS and a naive hash-map token bucket, then live on veth).
 # --write: also replaces the generated section of docs/BENCHMARKS.md (between its
 #   "bench:MODE" markers) with the tables, the exact command and the machine.
 #
@@ -323,6 +326,13 @@ mode_dataplane() {
   local args=(--breakdown)
   ((REPETITIONS_GIVEN)) && args+=(--repetitions "$REPETITIONS")
   BUILD=$BUILD scripts/bench_dataplane.sh "${args[@]}" "${PASS_ON[@]}"
+}
+
+# ------------------------------------------------------------------------------ xdp
+
+mode_xdp() {
+  bench_wait_for_quiet bench
+  BUILD=$BUILD scripts/bench_xdp.sh
 }
 
 # Replaces the lines between "<!-- bench:MODE:begin -->" and "<!-- bench:MODE:end -->".

@@ -7,11 +7,11 @@
 #include "sluice_abi.h"
 
 _Static_assert(sizeof(struct sl_rule_bits) == 8 * SL_XDP_RULE_WORDS, "bitmap words");
-_Static_assert(sizeof(struct sl_xdp_rule) == 216, "compiled rule entry");
-_Static_assert(sizeof(struct sl_bucket) == 32, "bucket value");
+_Static_assert(sizeof(struct sl_xdp_rule) == 384, "compiled rule entry");
+_Static_assert(sizeof(struct sl_bucket) == 40, "bucket value");
 _Static_assert(sizeof(struct sl_flow_key) == 48, "flow key");
 _Static_assert(SL_OUTCOME_COUNT == 11 && SL_OUTCOME_RED == 10, "outcome order");
-_Static_assert(SL_XDP_DEFAULT_SLOT == SL_XDP_MAX_RULES, "default counters after the rules'");
+_Static_assert(SL_XDP_DEFAULT_SLOT == SL_XDP_STATE_SLOTS, "default counters after the state slots");
 
 #if defined(__bpf__)
 /* The BPF build: the bucket arithmetic must compile for the BPF target, not just parse. */

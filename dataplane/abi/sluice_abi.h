@@ -25,6 +25,17 @@
  * bucket's first initialisation (sequence 0: an aggregate starts full at its first packet's
  * time, which only that packet knows) and an idle flow's restart.
  *
+ * Rule changes. Every rules-file-derived map holds two banks (SL_XDP_BANKS): arrays are indexed
+ * bank * size + i, LPM keys start with the bank byte, hash keys carry it. The loader fills the
+ * bank the program is not reading, then switches sl_xdp_config.active_bank with one map write,
+ * so a packet sees the old rule set or the new one, never a mix. Buckets and counters belong to
+ * a state slot (sl_xdp_rule.state, 0..SL_XDP_STATE_SLOTS-1), not to a rule index, so a rule
+ * whose state identity is unchanged (rules_diff.hpp) keeps its slot in the new bank whatever
+ * moved around it. A kept rule with a new rate, burst or limit gets a new generation: its
+ * entry holds the new profiles (cur) and the old ones (prev); a bucket tagged with an older
+ * generation is still read under prev until the loader has converted it (bucket_convert.hpp:
+ * the tokens held at the change, capped at the new burst) and re-tagged it.
+ *
  * Test clock. With the program's .rodata switch sl_test_clock set before load, now_ns is
  * sl_xdp_config.test_now_ns (map sl_config, key 0), which a BPF_PROG_TEST_RUN caller writes
  * before each packet to replay a trace with chosen timestamps; off (the default), now_ns is
@@ -52,9 +63,13 @@ typedef int32_t sl_s32;
 #define SL_XDP_RULE_WORDS (SL_XDP_MAX_RULES / 64)
 /* Deepest parent chain charged per packet (the core's kMaxChain). */
 #define SL_XDP_MAX_CHAIN 8
-/* Counter slot of the default action, after the rules'. */
-#define SL_XDP_DEFAULT_SLOT SL_XDP_MAX_RULES
-#define SL_XDP_COUNTER_SLOTS ((SL_XDP_MAX_RULES + 1) * SL_OUTCOME_COUNT)
+/* Rule sets held at once: the one the program reads and the one being written. */
+#define SL_XDP_BANKS 2
+/* State slots (buckets, flows, counters): room for two full banks of distinct rules. */
+#define SL_XDP_STATE_SLOTS (SL_XDP_BANKS * SL_XDP_MAX_RULES)
+/* Counter slot of the default action, after the rules' state slots. */
+#define SL_XDP_DEFAULT_SLOT SL_XDP_STATE_SLOTS
+#define SL_XDP_COUNTER_SLOTS ((SL_XDP_STATE_SLOTS + 1) * SL_OUTCOME_COUNT)
 /* Disjoint port ranges a field's conditions cut 0..65535 into: at most two cuts per rule. */
 #define SL_XDP_MAX_PORT_RANGES (2 * SL_XDP_MAX_RULES + 1)
 /* LPM entries per trie: one per rule condition plus the /0 entry. */
@@ -74,14 +89,40 @@ struct sl_rule_bits {
   sl_u64 w[SL_XDP_RULE_WORDS];
 };
 
-/* BPF_MAP_TYPE_LPM_TRIE keys: prefix length in bits, then the address in wire order. */
+/* BPF_MAP_TYPE_LPM_TRIE keys: prefix length in bits (8 for the bank, then the address
+ * prefix), the bank, then the address in wire order. */
+#define SL_LPM_BANK_BITS 8
 struct sl_lpm_v4_key {
   sl_u32 prefixlen;
+  sl_u8 bank;
   sl_u8 addr[4];
+  sl_u8 pad[3]; /* zero */
 };
 struct sl_lpm_v6_key {
   sl_u32 prefixlen;
+  sl_u8 bank;
   sl_u8 addr[16];
+  sl_u8 pad[3]; /* zero */
+};
+
+/* Key of sl_ingress_bits: bank << 32 | ingress port id. */
+static inline sl_u64 sl_ingress_key(sl_u32 bank, sl_u32 port) {
+  return (sl_u64)bank << 32 | port;
+}
+
+/* Fields a rule set constrains (sl_xdp_bank.field_mask): the program skips the lookup of a
+ * field no rule constrains (its table would give every rule for every value). */
+enum sl_field_bit {
+  SL_FIELD_VLAN = 1 << 0,
+  SL_FIELD_INGRESS = 1 << 1,
+  SL_FIELD_SRC = 1 << 2, /* v4 and v6 */
+  SL_FIELD_DST = 1 << 3,
+  SL_FIELD_PROTO = 1 << 4,
+  SL_FIELD_DSCP = 1 << 5,
+  SL_FIELD_SPORT = 1 << 6,
+  SL_FIELD_DPORT = 1 << 7,
+  SL_FIELD_IP = 1 << 8, /* some rule needs an IP frame (non-IP candidates differ) */
+  SL_FIELD_ALL = (1 << 9) - 1
 };
 
 /* Keys of map sl_misc_bits: the candidates of frames a per-field table has no entry for. */
@@ -98,22 +139,30 @@ struct sl_action_entry {
   sl_u8 dscp; /* for SL_ACT_MARK_DSCP */
 };
 
-/* One compiled rule (map sl_rules, key = rule index). Profiles are the core's, built by
+/* The numbers a rule's buckets are read under. Profiles are the core's, built by
  * limiter_profile.cpp, so both backends run the same numbers through bucket_math.h. */
-struct sl_xdp_rule {
+struct sl_xdp_profiles {
   struct sl_rate_profile rate;     /* token-bucket, gcra */
   struct sl_meter_profile meter;   /* srtcm, trtcm */
   struct sl_window_profile window; /* fixed-window, sliding-window */
-  sl_u64 idle_timeout_ns;          /* a flow idle this long starts again full */
-  sl_u32 overhead_bytes;           /* added to a frame's length for byte rates */
-  sl_s32 parent;                   /* rule index, -1: none */
-  sl_u8 algorithm;                 /* enum sl_algorithm */
-  sl_u8 key_mode;                  /* enum sl_key_mode */
-  sl_u8 key_prefix_len;            /* SL_KEY_SRC_PREFIX / SL_KEY_DST_PREFIX */
-  sl_u8 cost_unit;                 /* enum sl_cost_unit */
-  sl_u8 chain_len;                 /* entries of chain[] in use, >= 1 */
-  sl_u8 reserved[3];
-  sl_s16 chain[SL_XDP_MAX_CHAIN]; /* this rule, then its parents, nearest first */
+};
+
+/* One compiled rule (map sl_rules, key = bank * SL_XDP_MAX_RULES + rule index). */
+struct sl_xdp_rule {
+  struct sl_xdp_profiles cur;  /* buckets of generation gen */
+  struct sl_xdp_profiles prev; /* buckets of an older generation, until converted */
+  sl_u64 idle_timeout_ns;      /* a flow idle this long starts again full */
+  sl_u32 overhead_bytes;       /* added to a frame's length for byte rates */
+  sl_s32 parent;               /* rule index, -1: none */
+  sl_u32 gen;                  /* generation of cur (see "Rule changes") */
+  sl_u16 state;                /* state slot: buckets, flows and counters */
+  sl_u8 algorithm;             /* enum sl_algorithm */
+  sl_u8 key_mode;              /* enum sl_key_mode */
+  sl_u8 key_prefix_len;        /* SL_KEY_SRC_PREFIX / SL_KEY_DST_PREFIX */
+  sl_u8 cost_unit;             /* enum sl_cost_unit */
+  sl_u8 chain_len;             /* entries of chain[] in use, >= 1 */
+  sl_u8 reserved[1];
+  sl_s16 chain[SL_XDP_MAX_CHAIN]; /* this rule, then its parents, nearest first (same bank) */
   struct sl_action_entry action;   /* on exceeding (policers, windows) */
   struct sl_action_entry overflow; /* when no flow slot can be had */
   struct sl_action_entry green, yellow, red; /* meters */
@@ -122,32 +171,49 @@ struct sl_xdp_rule {
 
 /* Map sl_config, key 0. */
 struct sl_xdp_config {
-  sl_u32 rule_count;
-  struct sl_action_entry default_action;
-  sl_u16 reserved;
+  sl_u32 active_bank; /* the rule set packets see; one write switches it */
+  sl_u32 generation;  /* rule sets applied so far (sluicectl's "only if still at G") */
   sl_u64 test_now_ns; /* now_ns when the program was loaded with sl_test_clock on */
 };
 
-/* Map sl_flows (LRU hash) key: the rule and the flow key words of its key mode, laid out as
+/* Map sl_banks, key = bank: what belongs to a rule set besides its rules and tables. */
+struct sl_xdp_bank {
+  sl_u32 rule_count;
+  struct sl_action_entry default_action;
+  sl_u16 field_mask; /* enum sl_field_bit */
+};
+
+/* Map sl_flows (LRU hash) key: the rule's state slot and the flow key words of its key mode, laid out as
  * the core's FlowKey (flow_key.hpp): w[0] = mode | IP version << 8 | prefix bits << 16 |
  * proto << 24 | src port << 32 | dst port << 48; IPv4 w[1] = src | dst << 32; IPv6 w[1..2] src,
  * w[3..4] dst (addresses as loaded little-endian from the wire). */
 #define SL_FLOW_KEY_WORDS 5
 struct sl_flow_key {
-  sl_u32 rule;
+  sl_u32 state;
   sl_u32 reserved;
   sl_u64 w[SL_FLOW_KEY_WORDS];
 };
 
-/* A bucket (value of sl_flows, and of sl_aggregates by rule index). */
+/* A bucket (value of sl_flows, and of sl_aggregates by state slot). */
 struct sl_bucket {
   sl_u64 seq;                /* 0: never initialised; odd: a writer is inside (see above) */
   sl_u64 w0;                 /* the bucket word; meters: sl_meter_state.e0 */
   sl_u64 w1;                 /* meters: sl_meter_state.e1 */
   sl_u64 last_seen_ns;       /* flows: the last packet's now_ns, for the idle timeout */
+  sl_u64 gen;                /* the rule generation whose profiles wrote w0, w1 */
 };
 
-/* Map sl_counters (per-CPU array): index sl_counter_index(rule or SL_XDP_DEFAULT_SLOT,
+/* Map sl_rules_text, key 0: the running rule set as a rules file (dump_rules_yaml), written
+ * by the loader after each switch, so that a later process opening the pinned maps (sluicectl
+ * --xdp) knows the names and fields the state slots belong to. Not read by the program. */
+#define SL_XDP_RULES_TEXT_MAX ((1u << 20) - 8)
+struct sl_rules_text {
+  sl_u32 len;
+  sl_u32 reserved;
+  char text[SL_XDP_RULES_TEXT_MAX];
+};
+
+/* Map sl_counters (per-CPU array): index sl_counter_index(state slot or SL_XDP_DEFAULT_SLOT,
  * outcome); user space sums the CPUs. */
 struct sl_counter {
   sl_u64 packets;

@@ -15,19 +15,24 @@ namespace sluice::abi {
 // The layouts the BPF program was compiled against (any change here is an ABI change).
 static_assert(sizeof(sl_rule_bits) == 8 * SL_XDP_RULE_WORDS);
 static_assert(SL_XDP_MAX_RULES % 64 == 0, "rule bitmaps are whole words");
-static_assert(sizeof(sl_lpm_v4_key) == 8 && sizeof(sl_lpm_v6_key) == 20);
+static_assert(sizeof(sl_lpm_v4_key) == 12 && sizeof(sl_lpm_v6_key) == 24);
+static_assert(offsetof(sl_lpm_v4_key, addr) == 5 && offsetof(sl_lpm_v6_key, addr) == 5,
+              "the bank byte, then the address: one LPM match covers both");
 static_assert(sizeof(sl_action_entry) == 2);
 static_assert(sizeof(sl_rate_profile) == 40 && sizeof(sl_meter_profile) == 96 &&
               sizeof(sl_window_profile) == 24);
-static_assert(offsetof(sl_xdp_rule, meter) == 40 && offsetof(sl_xdp_rule, window) == 136 &&
-              offsetof(sl_xdp_rule, idle_timeout_ns) == 160 &&
-              offsetof(sl_xdp_rule, algorithm) == 176 && offsetof(sl_xdp_rule, chain) == 184 &&
-              offsetof(sl_xdp_rule, action) == 200 && sizeof(sl_xdp_rule) == 216);
+static_assert(offsetof(sl_xdp_profiles, meter) == 40 && offsetof(sl_xdp_profiles, window) == 136 &&
+              sizeof(sl_xdp_profiles) == 160);
+static_assert(offsetof(sl_xdp_rule, prev) == 160 && offsetof(sl_xdp_rule, idle_timeout_ns) == 320 &&
+              offsetof(sl_xdp_rule, gen) == 336 && offsetof(sl_xdp_rule, state) == 340 &&
+              offsetof(sl_xdp_rule, chain) == 348 && offsetof(sl_xdp_rule, action) == 364 &&
+              sizeof(sl_xdp_rule) == 384);
 static_assert(offsetof(sl_xdp_config, test_now_ns) == 8 && sizeof(sl_xdp_config) == 16);
+static_assert(sizeof(sl_xdp_bank) == 8);
 static_assert(offsetof(sl_flow_key, w) == 8 && sizeof(sl_flow_key) == 48);
 static_assert(sizeof(FlowKey::w) == sizeof(sl_flow_key::w), "the core's flow key words");
 static_assert(offsetof(sl_bucket, w0) == 8 && offsetof(sl_bucket, last_seen_ns) == 24 &&
-              sizeof(sl_bucket) == 32);
+              offsetof(sl_bucket, gen) == 32 && sizeof(sl_bucket) == 40);
 static_assert(sizeof(sl_counter) == 16);
 static_assert(SL_XDP_MAX_CHAIN == kMaxParentChain, "XDP charges the chains the loader accepts");
 static_assert(uint8_t(CostUnit::packets) == SL_COST_PACKETS &&

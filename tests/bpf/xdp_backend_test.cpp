@@ -92,6 +92,52 @@ TEST(XdpBackend, SkbModeCountsAndLimits) {
   attach_count_detach(xdp::AttachMode::skb, XDP_FLAGS_SKB_MODE);
 }
 
+// What sluicectl --xdp does from a later process: the pinned maps opened without loading a
+// program; its rules read back, a rate change applied to the running program (the bucket
+// kept), the counters read, then detach from there leaves nothing attached or pinned.
+TEST(XdpBackend, ASecondOpenerChangesRulesAndDetaches) {
+  VethNamespace ns;
+  ASSERT_TRUE(ns.ok());
+  auto yaml = [](int burst) {
+    return "default: {action: pass}\nrules:\n  - {name: udp, match: {proto: udp, dst-port: 9}, "
+           "key: src-ip, rate: 1pps, burst: " + std::to_string(burst) +
+           ", algorithm: token-bucket, action: drop}\n";
+  };
+  auto owner = xdp::XdpBackend::attach(ns.a(), xdp::AttachMode::native, rules_from(yaml(3)));
+  ASSERT_TRUE(owner.ok()) << owner.error().message;
+  const std::string dir = (*owner)->pin_dir();
+  const Bytes f = PacketBuilder().ipv4("10.0.0.1", "10.0.0.2").udp(1234, 9).payload(20).build();
+  ASSERT_TRUE(send_frames(ns.b(), f, 2));  // 1 token left
+
+  auto other = xdp::XdpBackend::open(ns.a());
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  ASSERT_EQ((*other)->rules().rules.size(), 1u);
+  EXPECT_EQ((*other)->rules().rules[0].name, "udp");
+  EXPECT_EQ((*other)->rules().rules[0].burst, 3u);
+  // A burst raise keeps the one token left (never refilled to 20).
+  Status s = (*other)->set_rules(rules_from(yaml(20)));
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_TRUE(send_frames(ns.b(), f, 10));
+  auto c = (*other)->counters();
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->per_rule[0].pkts(Outcome::matched), 12u);
+  EXPECT_GE(c->per_rule[0].pkts(Outcome::conformed), 3u);
+  EXPECT_LE(c->per_rule[0].pkts(Outcome::conformed), 4u);  // a second may have passed
+  // A third opener sees the new rules.
+  auto third = xdp::XdpBackend::open(ns.a());
+  ASSERT_TRUE(third.ok()) << third.error().message;
+  EXPECT_EQ((*third)->rules().rules[0].burst, 20u);
+  third->reset();
+
+  const int ifindex = int(if_nametoindex(ns.a().c_str()));
+  ASSERT_TRUE((*other)->detach().ok());
+  uint32_t id = 1;
+  EXPECT_EQ(bpf_xdp_query_id(ifindex, XDP_FLAGS_DRV_MODE, &id), 0);
+  EXPECT_EQ(id, 0u);
+  EXPECT_FALSE(exists(dir));
+  EXPECT_FALSE(xdp::XdpBackend::open(ns.a()).ok());
+}
+
 TEST(XdpBackend, MissingInterfaceIsRefused) {
   auto b = xdp::XdpBackend::attach("sluice-none0", xdp::AttachMode::skb, RuleSet{});
   ASSERT_FALSE(b.ok());

@@ -148,8 +148,13 @@ TEST_F(SluicectlCli, BadUsageIsExit2WithTheReason) {
       {{"flows", "top", "0"}, "N: Value 0 not in range 1 to 10000"},
       {{"flows", "top", "3", "--by", "size"}, "--by: size not in {pps,bps}"},
       {{"rule", "add", path("none.yaml")}, "none.yaml: cannot open"},
+#ifdef SLUICE_HAVE_XDP
+      {{"xdp", "attach", "veth0"}, "--config is required"},
+      {{"--xdp", "sl-none-0", "stats"}, "no such interface"},
+#else
       {{"xdp", "attach", "veth0"}, "not available in this build"},
       {{"--xdp", "veth0", "stats"}, "XDP backend is not available"},
+#endif
   };
   for (const auto& c : cases) {
     Exit r = run(c.args);

@@ -1,0 +1,85 @@
+#include "xdp_ctl_backend.hpp"
+
+#include <net/if.h>
+
+#include "rule_edits.hpp"
+#include "rules_loader.hpp"
+#include "xdp_backend.hpp"
+
+namespace sluice::ctl {
+
+XdpCtlBackend::XdpCtlBackend(std::unique_ptr<xdp::XdpBackend> be) : be_(std::move(be)) {}
+XdpCtlBackend::~XdpCtlBackend() = default;  // leaves the program attached (it is not ours)
+
+Answer<std::unique_ptr<Backend>> XdpCtlBackend::open(const std::string& iface) {
+  if (if_nametoindex(iface.c_str()) == 0)
+    return Answer<std::unique_ptr<Backend>>(make_error("--xdp " + iface + ": no such interface"),
+                                            Failure::usage);
+  auto be = xdp::XdpBackend::open(iface);
+  if (!be) return Answer<std::unique_ptr<Backend>>(be.error());
+  return std::unique_ptr<Backend>(new XdpCtlBackend(std::move(*be)));
+}
+
+Answer<CountersSnapshot> XdpCtlBackend::stats() {
+  auto c = be_->counters();
+  if (!c) return Answer<CountersSnapshot>(c.error());
+  const RuleSet& rules = be_->rules();
+  CountersSnapshot snap;
+  for (size_t i = 0; i < rules.rules.size() && i < c->per_rule.size(); ++i)
+    snap.rules.push_back(RuleSnapshot{rules.rules[i].name, c->per_rule[i], 0, 0});
+  snap.default_rule.name = "default";
+  snap.default_rule.traffic = c->default_rule();
+  return snap;
+}
+
+Answer<RuleSet> XdpCtlBackend::rules() { return be_->rules(); }
+
+Answer<AppliedChange> XdpCtlBackend::apply(Result<RuleSet> next, const WriteOptions& w) {
+  if (!next) return Answer<AppliedChange>(next.error(), Failure::usage);
+  if (w.expect_generation && *w.expect_generation != be_->generation())
+    return Answer<AppliedChange>(make_error("the rules changed meanwhile (generation " +
+                                            std::to_string(be_->generation()) + ", expected " +
+                                            std::to_string(*w.expect_generation) + ")"));
+  AppliedChange change;
+  change.diff = diff_rules(be_->rules(), *next);
+  if (Status s = be_->set_rules(*next); !s) return Answer<AppliedChange>(s.error(), Failure::usage);
+  change.generation = be_->generation();
+  return change;
+}
+
+Answer<AppliedChange> XdpCtlBackend::add_rules(const std::string& text,
+                                               const std::string& filename,
+                                               const std::string& before, const WriteOptions& w) {
+  return apply(sluice::add_rules(be_->rules(), text, filename, before), w);
+}
+
+Answer<AppliedChange> XdpCtlBackend::set_rule(
+    const std::string& name, const std::map<std::string, std::optional<std::string>>& fields,
+    const WriteOptions& w) {
+  return apply(set_rule_fields(be_->rules(), name, fields), w);
+}
+
+Answer<AppliedChange> XdpCtlBackend::delete_rule(const std::string& name, const WriteOptions& w) {
+  return apply(sluice::delete_rule(be_->rules(), name), w);
+}
+
+Answer<AppliedChange> XdpCtlBackend::load_config(const std::string& text,
+                                                 const std::string& filename,
+                                                 const WriteOptions& w) {
+  return apply(load_rules_text(text, filename), w);
+}
+
+Answer<RulesDiff> XdpCtlBackend::diff_config(const std::string& text,
+                                             const std::string& filename) {
+  auto next = load_rules_text(text, filename);
+  if (!next) return Answer<RulesDiff>(next.error(), Failure::usage);
+  return diff_rules(be_->rules(), *next);
+}
+
+Answer<std::vector<FlowRate>> XdpCtlBackend::top_flows(const TopFlowsQuery&) {
+  return Answer<std::vector<FlowRate>>(
+      make_error("flows top is not available on the XDP backend yet (its flows are an LRU "
+                 "table without rates)"));
+}
+
+}  // namespace sluice::ctl

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# sluicectl driving the XDP backend through its pinned maps (issue 12 item 4), on a veth pair
+# between two namespaces this test creates: `xdp attach` (a missing interface: exit 2; a second
+# attach: exit 1), then with `--xdp IFACE`: rule list/show, stats (counts equal the frames
+# sent), rule set (the bucket kept: no refill), rule add/del, config save/check/diff/load, and
+# `xdp detach` (nothing attached or pinned after; --xdp then fails with exit 1).
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+source "$(dirname "$0")/../integration/lib.sh"
+it_init xdp_sluicectl
+it_need_bin SLUICECTL SENDER
+
+A="sl-ca-$IT_ID" B="sl-cb-$IT_ID" RX="xca$IT_ID" TX="xcb$IT_ID"
+it_netns_veth "$RX" "$A" "$TX" "$B"
+# A failed run must not leave its pins behind (the namespaces go, the bpffs pins would not).
+trap 'rc=$?; rm -rf "/sys/fs/bpf/sluice/$RX"; (exit $rc); it_cleanup' EXIT
+# nsenter --net, not ip netns exec: the latter mounts a private /sys, and with it a private
+# bpffs whose pins vanish when the command ends.
+ctl() { nsenter --net="/run/netns/$A" "$SLUICECTL" "$@"; }
+status_of() { local rc=0; "$@" >"$IT_DIR/out" 2>"$IT_DIR/err" || rc=$?; echo "$rc"; }
+send() {  # N frames of flow 198.18.0.1 -> udp port 9
+  ip netns exec "$B" "$SENDER" --iface "$TX" --pps 1000 --packets "$1" >/dev/null
+}
+# The matched packets of rule $1 in `stats --json`.
+matched() {
+  ctl --xdp "$RX" stats --json | python3 -c '
+import json, sys
+print(next(r["matched_packets"] for r in json.load(sys.stdin)["rules"] if r["name"] == sys.argv[1]))
+' "$1"
+}
+
+cat >"$IT_DIR/rules.yaml" <<'Y'
+default: {action: pass}
+rules:
+  - {name: udp9, match: {proto: udp, dst-port: 9}, key: src-ip, algorithm: token-bucket, rate: 1pps, burst: 5, action: drop}
+Y
+cat >"$IT_DIR/extra.yaml" <<'Y'
+rules:
+  - {name: tcp80, match: {proto: tcp, dst-port: 80}, key: none, algorithm: token-bucket, rate: 100pps, burst: 10, action: drop}
+Y
+cat >"$IT_DIR/next.yaml" <<'Y'
+default: {action: pass}
+rules:
+  - {name: udp9, match: {proto: udp, dst-port: 9}, key: src-ip, algorithm: token-bucket, rate: 1pps, burst: 5, action: drop}
+  - {name: dns, match: {proto: udp, dst-port: 53}, key: none, algorithm: token-bucket, rate: 10pps, burst: 10, action: drop}
+Y
+
+[ "$(status_of ctl xdp attach "no-such-$IT_ID" --config "$IT_DIR/rules.yaml")" = 2 ] ||
+  it_fail "attach on a missing interface: want exit 2, got $(cat "$IT_DIR/err")"
+[ "$(status_of ctl xdp attach "$RX" --mode native --config "$IT_DIR/rules.yaml")" = 0 ] ||
+  it_fail "xdp attach: $(cat "$IT_DIR/err")"
+[ -e "/sys/fs/bpf/sluice/$RX/sl_flows" ] || it_fail "no pinned maps after attach"
+[ "$(status_of ctl xdp attach "$RX" --config "$IT_DIR/rules.yaml")" = 1 ] ||
+  it_fail "a second attach: want exit 1, got $(cat "$IT_DIR/err")"
+grep -q "already attached" "$IT_DIR/err" || it_fail "second attach: $(cat "$IT_DIR/err")"
+
+ctl --xdp "$RX" rule list | grep -q udp9 || it_fail "rule list has no udp9"
+ctl --xdp "$RX" rule show udp9 | grep -q "burst: 5" || it_fail "rule show: $(ctl --xdp "$RX" rule show udp9)"
+
+send 40
+[ "$(matched udp9)" = 40 ] || it_fail "stats: udp9 matched $(matched udp9), sent 40"
+
+# A burst raise keeps the bucket (empty after 40 frames): the next frames are refused still.
+ctl --xdp "$RX" rule set udp9 --burst 50 >/dev/null || it_fail "rule set"
+ctl --xdp "$RX" rule show udp9 | grep -q "burst: 50" || it_fail "rule set did not take"
+[ "$(matched udp9)" = 40 ] || it_fail "rule set lost udp9's counters"
+
+ctl --xdp "$RX" rule add "$IT_DIR/extra.yaml" >/dev/null || it_fail "rule add"
+ctl --xdp "$RX" rule list | grep -q tcp80 || it_fail "rule add: no tcp80"
+ctl --xdp "$RX" rule del tcp80 >/dev/null || it_fail "rule del"
+if ctl --xdp "$RX" rule list | grep -q tcp80; then it_fail "rule del: tcp80 still there"; fi
+
+ctl --xdp "$RX" config save "$IT_DIR/saved.yaml" >/dev/null || it_fail "config save"
+"$SLUICECTL" config check "$IT_DIR/saved.yaml" >/dev/null || it_fail "config check of the saved file"
+ctl --xdp "$RX" config diff "$IT_DIR/next.yaml" | grep -q "+ dns" ||
+  it_fail "config diff: $(ctl --xdp "$RX" config diff "$IT_DIR/next.yaml")"
+ctl --xdp "$RX" config load "$IT_DIR/next.yaml" >/dev/null || it_fail "config load"
+ctl --xdp "$RX" rule list | grep -q dns || it_fail "config load: no dns"
+[ "$(matched udp9)" = 40 ] || it_fail "config load lost udp9's counters (state identity kept)"
+
+[ "$(status_of ctl xdp detach "$RX")" = 0 ] || it_fail "xdp detach: $(cat "$IT_DIR/err")"
+[ ! -e "/sys/fs/bpf/sluice/$RX" ] || it_fail "pins left after detach"
+ip -n "$A" link show "$RX" | grep -q "xdp" && it_fail "a program is still attached"
+[ "$(status_of ctl --xdp "$RX" stats)" = 1 ] || it_fail "--xdp after detach: want exit 1"
+it_pass "attach, rule list/show/set/add/del, stats, config save/check/diff/load, detach"
