@@ -61,15 +61,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "sanitizers.hpp"
+
 // The tag scan compares a set's 8 tags in SSE2 registers (x86-64 always has SSE2). Under
 // ThreadSanitizer it takes the per-word atomic loads instead, which TSan can follow.
-#if defined(__SANITIZE_THREAD__)
-#define SLUICE_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SLUICE_TSAN 1
-#endif
-#endif
 #if defined(__x86_64__) && defined(__SSE2__) && !defined(SLUICE_TSAN)
 #define SLUICE_FLOW_TABLE_SSE2 1
 #include <emmintrin.h>
