@@ -200,7 +200,7 @@ std::variant<Request, ErrorReply> decode_request(std::string_view body) {
   for (const auto& [key, value] : doc.items()) {
     if (key == "version" || key == "id" || key == "op") continue;
     const bool allowed = std::any_of(oi.fields.begin(), oi.fields.end(),
-                                     [&](const char* f) { return key == f; });
+                                     [&key = key](const char* f) { return key == f; });
     if (!allowed)
       return fail({ErrorKind::usage, "unknown field \"" + shown(key) + "\" for op " + oi.name});
   }

@@ -45,8 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t* bytes = size == 0 ? frame.get() + 1 : frame.get();
 
   ParsedFrame fast{}, general{};
-  parse_frame_into(bytes, len, fast);
-  parse_frame_general(bytes, len, general);
+  parse_frame_into(bytes, len, len, fast);  // wire length = captured length
+  parse_frame_general(bytes, len, len, general);
   check(same(fast, general), "parse_frame_into and parse_frame_general disagree");
   ParsedFrame returned = parse_frame(bytes, len);
   check(same(returned, fast), "parse_frame and parse_frame_into disagree");
