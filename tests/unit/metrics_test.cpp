@@ -25,6 +25,7 @@
 
 #include "counters_prometheus.hpp"
 #include "metrics_server.hpp"
+#include "sanitizers.hpp"
 
 using namespace sluice;
 
@@ -196,10 +197,19 @@ std::vector<double> scrape_latencies(uint16_t port) {
   return ms;
 }
 
+// How much longer the slowest scrape may take under the sanitizer runtime: TSan takes seconds
+// to start the thread-per-connection server's 1,000 idle connections' threads (one clean run:
+// a scrape waited 2.5 s behind them, while p90 stayed below 100 ms).
+#if defined(SLUICE_TSAN)
+constexpr double kSanitizerSlowdown = 10;
+#else
+constexpr double kSanitizerSlowdown = 1;
+#endif
+
 // "Other clients answered within 100 ms": 18 of 20 well within it, none near a timeout.
 void expect_prompt(const std::vector<double>& ms) {
   EXPECT_LT(ms[17], 100.0) << "p90 " << ms[17] << " ms, max " << ms.back() << " ms";
-  EXPECT_LT(ms.back(), 1000.0) << "max " << ms.back() << " ms";
+  EXPECT_LT(ms.back(), 1000.0 * kSanitizerSlowdown) << "max " << ms.back() << " ms";
 }
 
 CountersSnapshot many_rules(int n) {
