@@ -239,6 +239,8 @@ TEST(ControlMessages, RandomAndMutatedInputNeverCrashesADecoder) {
     r.expect_generation = 3;
     return r;
   }());
+  // The characters JSON is made of, inserted at random (not the terminating NUL).
+  static constexpr char kJsonChars[] = "{}[]\",:0-e\\u";
   size_t requests = 0;
   for (int i = 0; i < 20000; ++i) {
     std::string body = good;
@@ -248,7 +250,7 @@ TEST(ControlMessages, RandomAndMutatedInputNeverCrashesADecoder) {
       switch (rng() % 3) {
         case 0: body[at] = char(rng()); break;
         case 1: body.erase(at, 1 + rng() % 8); break;
-        default: body.insert(at, 1, "{}[]\",:0-e\\u"[rng() % 14]); break;
+        default: body.insert(at, 1, kJsonChars[rng() % (sizeof kJsonChars - 1)]); break;
       }
       if (body.empty()) body = "x";
     }
