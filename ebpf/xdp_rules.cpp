@@ -3,33 +3,22 @@
 #include <string>
 
 #include "../dataplane/core/limiter_profile.hpp"
+#include "../dataplane/core/rules_snapshot.hpp"
 
 namespace sluice::xdp {
 namespace {
 
 Status compile_profiles(const Rule& r, sl_xdp_rule& out) {
-  auto take = [](auto result, auto& into) -> Status {
-    if (!result) return result.error();
-    into = *result;
-    return Ok{};
-  };
-  switch (r.algorithm) {
-    case Algorithm::token_bucket:
-    case Algorithm::gcra: return take(make_rate_profile(r.rate, r.burst), out.cur.rate);
-    case Algorithm::srtcm:
-      return take(make_srtcm_profile(r.rate, r.burst, r.excess_burst), out.cur.meter);
-    case Algorithm::trtcm:
-      return take(make_trtcm_profile(r.rate, r.burst, r.peak_rate, r.peak_burst), out.cur.meter);
-    case Algorithm::fixed_window:
-    case Algorithm::sliding_window:
-      return take(make_window_profile(r.window_ns, r.limit,
-                                      r.algorithm == Algorithm::sliding_window),
-                  out.cur.window);
-    case Algorithm::leaky_bucket: break;
-  }
-  return make_error("leaky-bucket shapes traffic, and the XDP backend cannot shape: XDP cannot "
-                    "hold a packet and this kernel has no sch_fq EDT pacing; use the DPDK "
-                    "backend (sluiced) for shaping rules");
+  if (r.algorithm == Algorithm::leaky_bucket)
+    return make_error("leaky-bucket shapes traffic, and the XDP backend cannot shape: XDP cannot "
+                      "hold a packet and this kernel has no sch_fq EDT pacing; use the DPDK "
+                      "backend (sluiced) for shaping rules");
+  RuleProfiles p;
+  if (Status s = compile_profile(r, p); !s) return s;
+  out.cur.rate = p.rate;
+  out.cur.meter = p.meter;
+  out.cur.window = p.window;
+  return Ok{};
 }
 
 }  // namespace

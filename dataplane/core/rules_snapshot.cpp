@@ -89,30 +89,6 @@ bool is_policer(Algorithm a) {
          a == Algorithm::sliding_window;
 }
 
-Status compile_profile(const Rule& r, RuleProfiles& p) {
-  auto take = [](auto result, auto& into) -> Status {
-    if (!result) return result.error();
-    into = *result;
-    return Ok{};
-  };
-  switch (r.algorithm) {
-    case Algorithm::token_bucket:
-    case Algorithm::gcra:
-      return take(make_rate_profile(r.rate, r.burst), p.rate);
-    case Algorithm::leaky_bucket:
-      return take(make_shaper_profile(r.rate, r.burst, r.max_delay_ns), p.shaper);
-    case Algorithm::srtcm:
-      return take(make_srtcm_profile(r.rate, r.burst, r.excess_burst), p.meter);
-    case Algorithm::trtcm:
-      return take(make_trtcm_profile(r.rate, r.burst, r.peak_rate, r.peak_burst), p.meter);
-    case Algorithm::fixed_window:
-    case Algorithm::sliding_window:
-      return take(make_window_profile(r.window_ns, r.limit,
-                                      r.algorithm == Algorithm::sliding_window),
-                  p.window);
-  }
-  return make_error("unknown algorithm");
-}
 
 template <class T>
 bool same_bytes(const T& a, const T& b) {
@@ -157,6 +133,31 @@ std::shared_ptr<RuleState> new_state(const Rule& r, SnapshotContext& ctx) {
 }
 
 }  // namespace
+
+Status compile_profile(const Rule& r, RuleProfiles& p) {
+  auto take = [](auto result, auto& into) -> Status {
+    if (!result) return result.error();
+    into = *result;
+    return Ok{};
+  };
+  switch (r.algorithm) {
+    case Algorithm::token_bucket:
+    case Algorithm::gcra:
+      return take(make_rate_profile(r.rate, r.burst), p.rate);
+    case Algorithm::leaky_bucket:
+      return take(make_shaper_profile(r.rate, r.burst, r.max_delay_ns), p.shaper);
+    case Algorithm::srtcm:
+      return take(make_srtcm_profile(r.rate, r.burst, r.excess_burst), p.meter);
+    case Algorithm::trtcm:
+      return take(make_trtcm_profile(r.rate, r.burst, r.peak_rate, r.peak_burst), p.meter);
+    case Algorithm::fixed_window:
+    case Algorithm::sliding_window:
+      return take(make_window_profile(r.window_ns, r.limit,
+                                      r.algorithm == Algorithm::sliding_window),
+                  p.window);
+  }
+  return make_error("unknown algorithm");
+}
 
 Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     RuleSet rules, const RulesSnapshot* prev, SnapshotContext& ctx,

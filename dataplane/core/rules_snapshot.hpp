@@ -68,6 +68,10 @@ struct RuleProfiles {
   sl_window_profile window{};
 };
 
+// The profile of r's algorithm (the others stay zero), as the bucket arithmetic needs it; the
+// loader has checked that it can be made. Shared by the DPDK snapshot and the XDP loader.
+Status compile_profile(const Rule& r, RuleProfiles& p);
+
 // A rule compiled for the hot path: its profile, and the state it charges.
 struct CompiledRule {
   const Rule* rule = nullptr;
