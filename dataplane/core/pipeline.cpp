@@ -493,4 +493,12 @@ CountersSnapshot Pipeline::snapshot(const std::vector<const WorkerCounters*>& wo
   return snap;
 }
 
+std::vector<Pipeline::RuleIdentity> Pipeline::rule_identities() const {
+  std::lock_guard lock(impl_->mu);
+  const RulesSnapshot& s = *impl_->owned;
+  std::vector<RuleIdentity> out;
+  for (const CompiledRule& cr : s.compiled) out.push_back({cr.rule->name, cr.state->id, cr.flows != nullptr});
+  return out;
+}
+
 }  // namespace sluice

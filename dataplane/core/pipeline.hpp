@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "bucket_math.h"
@@ -159,6 +160,16 @@ class Pipeline {
   // Rule counters of the running rules summed over `workers` (each laid out for this or an
   // earlier snapshot), flows, and the final counters of recently removed rules.
   CountersSnapshot snapshot(const std::vector<const WorkerCounters*>& workers) const;
+
+  // The running rules' state identities (RuleState::id, rules_snapshot.hpp), in rule order:
+  // what a per-flow observer (flow_sampler.hpp) recorded under a state id belongs to a
+  // running rule iff the id is listed here. Any thread.
+  struct RuleIdentity {
+    std::string name;
+    uint64_t state_id = 0;
+    bool keyed = false;  // has per-flow buckets (key other than none)
+  };
+  std::vector<RuleIdentity> rule_identities() const;
 
   struct Impl;
 
