@@ -9,6 +9,7 @@
 #include <ctime>
 #include <new>
 
+#include "flow_key.hpp"
 #include "log.hpp"
 #include "rcu_grace_period.hpp"
 #include "report.hpp"
@@ -197,6 +198,10 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
     ws.expire_interval_ns = config.expire_interval_ns;  // 0: from the running rules
     ws.expire_callers = running;
     ws.clock = clock;
+    ws.flows.window_ns = config.flows_window_ns;
+    ws.flows.capacity = config.flows_capacity;
+    ws.flows.fixed_every = config.flows_fixed_every;
+    ws.flows.seed = random_hash_seed();
     if (!ws.rx.empty()) {
       ws.rcu = dp->rcu_->qsbr();
       ws.rcu_thread_id = rcu_ids++;
@@ -325,6 +330,27 @@ CountersSnapshot Dataplane::snapshot() {
   // Read after the rule counters, so rx_packets is never below what they matched.
   snap.dataplane = dataplane_counters(totals(), mbuf_account());
   return snap;
+}
+
+std::vector<FlowWindow> Dataplane::flow_windows() {
+  std::vector<FlowWindow> windows;
+  // Read once: stop() is another thread's, and a worker joined answers nothing.
+  if (launched_.empty() || stop_.load(std::memory_order_relaxed)) return windows;
+  for (auto& w : workers_)
+    if (w->has_queues()) w->flows().ask();
+  const uint64_t deadline =
+      rte_get_timer_cycles() + rte_get_timer_hz() * kHandoffPatienceUs / 1'000'000;
+  for (auto& w : workers_) {
+    if (!w->has_queues()) continue;
+    while (!w->flows().answered() && rte_get_timer_cycles() < deadline) rte_delay_us_sleep(10);
+    if (w->flows().answered()) {
+      windows.push_back(w->flows().answer());
+    } else {
+      live_log("worker on lcore %u did not hand over its flows within %llu ms: left out",
+               w->lcore(), static_cast<unsigned long long>(kHandoffPatienceUs / 1000));
+    }
+  }
+  return windows;
 }
 
 WorkerStats Dataplane::totals() const {

@@ -48,6 +48,11 @@ struct DataplaneConfig {
   // wheel, the caches; ~8k for one port and one worker). Otherwise exactly this many, at least
   // that need (less is a usage error) and at most kMaxPoolMbufs.
   uint64_t mbufs = 0;
+  // `flows top`: each worker's sampling window and heavy-hitter counters (flow_sampler.hpp);
+  // fixed_every 0 adapts the sampling to the rate. The seed is drawn per worker.
+  uint64_t flows_window_ns = 1'000'000'000;
+  size_t flows_capacity = 256;
+  uint32_t flows_fixed_every = 0;
 };
 
 // A ring-backed mempool of n mbufs needs a ring of 2^k > n slots; rte_ring's largest is 2^30.
@@ -114,6 +119,11 @@ class Dataplane {
   // counters). Control thread only.
   CountersSnapshot snapshot();
   WorkerStats totals() const;
+  // Each running worker's last complete window of sampled flows (FlowSampler), handed over
+  // at its next burst boundary; a worker that does not answer within kHandoffPatienceUs is
+  // left out (logged). Before start() and after stop(): none. One caller at a time (any
+  // thread but a worker's; LiveRulesTarget serialises).
+  std::vector<FlowWindow> flow_windows();
   std::vector<WorkerStats> per_worker() const;
   // Worker statistics, port errors (final ones once stopped) and the pool's account.
   DataplaneReport report() const;

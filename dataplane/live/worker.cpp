@@ -36,6 +36,7 @@ Worker::Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* s
       clock_(setup_.clock),
       counters_(pipeline.make_counters()),
       handoff_(counters_),
+      flows_(setup_.flows),
       wheel_(setup_.slot_ns, setup_.horizon_ns, setup_.wheel_capacity, /*start_ns=*/0) {
   tx_.reserve(setup_.tx.size());
   for (const WorkerTx& t : setup_.tx) tx_.push_back({t, TxBuffer<rte_mbuf*>(setup_.tx_buffer_capacity)});
@@ -101,6 +102,7 @@ void Worker::run() {
     flush_tx();
     // A burst boundary: every packet so far is counted in full, none in part.
     handoff_.serve(counters_);
+    flows_.tick(now_ns);
     // Idle expiry in small slices between bursts, so no single call stalls the loop.
     if (now_ns >= next_expire_ns) {
       const size_t freed = pipeline_.expire_idle(rules, now_ns, setup_.expire_budget);
@@ -125,6 +127,7 @@ void Worker::handle_burst(const RulesSnapshot& rules, const WorkerRx& rxq, rte_m
   Pipeline::Frame frames[kMaxBurst];
   Verdict verdicts[kMaxBurst];
   burst_frames_.describe(pkts, n, frames);
+  flows_.observe(rules, frames, n, rxq.port, now_ns);  // before a DSCP mark changes a frame
   pipeline_.process_burst(rules, frames, n, rxq.port, now_ns, counters_, verdicts);
   if (burst_frames_.gathered() != 0) [[unlikely]] burst_frames_.write_back(pkts, n, frames);
   for (uint16_t i = 0; i < n; ++i) {

@@ -25,6 +25,7 @@
 #include "burst_frames.hpp"
 #include "counters.hpp"
 #include "counters_handoff.hpp"
+#include "flow_sampler.hpp"
 #include "pipeline.hpp"
 #include "result.hpp"
 #include "timing_wheel.hpp"
@@ -65,6 +66,7 @@ struct WorkerSetup {
   rte_rcu_qsbr* rcu = nullptr;        // quiescent-state reports (null: rules never change)
   unsigned rcu_thread_id = 0;         // this worker's id in rcu, registered by the dataplane
   TscClock clock;                     // shared epoch: every worker's now_ns is comparable
+  FlowSamplerOptions flows;           // `flows top`: window, sketch size, seed
 };
 
 // Counters of what happened outside the pipeline's rules, per worker. Written by the worker
@@ -98,6 +100,8 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
   // after it is joined). While it runs, read them through handoff().
   const WorkerCounters& counters() const { return counters_; }
   CountersHandoff& handoff() { return handoff_; }
+  // Its busiest flows (sampled): while it runs, through ask() / answered() / answer().
+  FlowSampler& flows() { return flows_; }
   WorkerStats stats() const;
   size_t held() const { return wheel_.size(); }
 
@@ -143,6 +147,7 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
   TscClock clock_;
   WorkerCounters counters_;
   CountersHandoff handoff_;
+  FlowSampler flows_;
   std::vector<TxQueue> tx_;
   TimingWheel<HeldPacket> wheel_;
   BurstFrames burst_frames_;  // each burst's frames as the pipeline sees them
