@@ -39,8 +39,7 @@ uint64_t FlowSampler::next_gap() {
 }
 
 void FlowSampler::sample(const RulesSnapshot& snap, const Pipeline::Frame* frames, size_t n,
-                         uint16_t port, uint64_t now_ns) {
-  (void)now_ns;
+                         uint16_t port) {
   // countdown_ + n - 1 is the position of the packet the gap ends on; a gap shorter than the
   // rest of the burst samples again in it.
   while (countdown_ <= 0) {
@@ -78,11 +77,10 @@ void FlowSampler::start(uint64_t now_ns) {
 void FlowSampler::roll(uint64_t now_ns) {
   Window& done = current();
   done.end_ns = now_ns;
-  // A window that took few samples: sample more in the next (adaptive mode).
-  if (opts_.fixed_every == 0 && done.samples < kMaxSamplesPerWindow / 4 && every_ > 1) {
-    every_ /= 2;
-    samples_since_change_ = 0;
-  }
+  // A window that took few samples: sample more in the next (adaptive mode). The budget is
+  // per window: so N settles where a window takes between a quarter of it and all of it.
+  if (opts_.fixed_every == 0 && done.samples < kMaxSamplesPerWindow / 4 && every_ > 1) every_ /= 2;
+  samples_since_change_ = 0;
   current_ ^= 1;
   completed_ = true;
   Window& next = current();

@@ -7,8 +7,8 @@
 // traffic aliases with it); a sampled packet is parsed and classified again (against the
 // same snapshot the burst runs, so it meets the same rule) and counted with weight N in both
 // sketches. N is a power of two that adapts to the traffic: it doubles whenever a window has
-// taken kMaxSamplesPerWindow samples since N last changed, and halves when a whole window took
-// fewer than a quarter of that. So a worker samples at most a few tens of thousands of packets
+// taken kMaxSamplesPerWindow samples since it began or N last changed, and halves when a
+// whole window took fewer than a quarter of that. So a worker samples at most a few tens of thousands of packets
 // a second whatever its packet rate, and at a low rate it counts (almost) every packet.
 // Nothing allocates after construction.
 //
@@ -60,10 +60,9 @@ class FlowSampler {
 
   // Worker, once per burst, before the pipeline runs it (a DSCP mark may change a frame's
   // match): `snap` is what the burst runs against, `port` its ingress port.
-  void observe(const RulesSnapshot& snap, const Pipeline::Frame* frames, size_t n, uint16_t port,
-               uint64_t now_ns) {
+  void observe(const RulesSnapshot& snap, const Pipeline::Frame* frames, size_t n, uint16_t port) {
     countdown_ -= int64_t(n);
-    if (countdown_ <= 0) [[unlikely]] sample(snap, frames, n, port, now_ns);
+    if (countdown_ <= 0) [[unlikely]] sample(snap, frames, n, port);
   }
 
   // Worker, between bursts: closes the window if its time is up, answers a question.
@@ -96,8 +95,7 @@ class FlowSampler {
 
   Window& current() { return windows_[current_]; }
   const Window& current() const { return windows_[current_]; }
-  void sample(const RulesSnapshot& snap, const Pipeline::Frame* frames, size_t n, uint16_t port,
-              uint64_t now_ns);
+  void sample(const RulesSnapshot& snap, const Pipeline::Frame* frames, size_t n, uint16_t port);
   void count(const RulesSnapshot& snap, const Pipeline::Frame& frame, uint16_t port);
   uint64_t next_gap();
   void start(uint64_t now_ns);

@@ -127,7 +127,7 @@ void Worker::handle_burst(const RulesSnapshot& rules, const WorkerRx& rxq, rte_m
   Pipeline::Frame frames[kMaxBurst];
   Verdict verdicts[kMaxBurst];
   burst_frames_.describe(pkts, n, frames);
-  flows_.observe(rules, frames, n, rxq.port, now_ns);  // before a DSCP mark changes a frame
+  flows_.observe(rules, frames, n, rxq.port);  // before a DSCP mark changes a frame
   pipeline_.process_burst(rules, frames, n, rxq.port, now_ns, counters_, verdicts);
   if (burst_frames_.gathered() != 0) [[unlikely]] burst_frames_.write_back(pkts, n, frames);
   for (uint16_t i = 0; i < n; ++i) {

@@ -1,0 +1,110 @@
+// What `flows top` costs a worker per packet: the burst loop of core_pipeline.cpp's per-flow
+// rows (32 64-byte UDP frames per burst, one 5-tuple token bucket per flow, one thread, one
+// clock reading per burst, 16 Mpps of synthetic time) run twice over the same trace, once as
+// a worker without a FlowSampler ran it and once as a worker runs it now (observe() before
+// each burst, tick() after it, the adaptive interval). The difference of the two rows is the
+// sampler's share per packet.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "flow_sampler.hpp"
+#include "packet_builder.hpp"
+#include "pipeline.hpp"
+#include "rules_loader.hpp"
+#include "scenario.hpp"
+
+namespace {
+
+using namespace sluice;
+
+constexpr size_t kBurst = 32;
+constexpr size_t kFrameBytes = 64;
+constexpr size_t kFrames = 131072;
+constexpr uint64_t kBurstGapNs = 2000;
+
+const char* const kRules = R"(
+default: {action: pass}
+rules:
+  - name: per-flow
+    match: {proto: udp}
+    key: 5-tuple
+    rate: 1Mpps
+    burst: 1000
+    algorithm: token-bucket
+    action: drop
+)";
+
+std::vector<uint8_t> make_trace(size_t flows) {
+  std::vector<uint32_t> order(kFrames);
+  for (size_t i = 0; i < kFrames; ++i) order[i] = uint32_t(i % flows);
+  std::mt19937_64 rng(1);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<uint8_t> trace(kFrames * kFrameBytes);
+  for (size_t i = 0; i < kFrames; ++i) {
+    const uint32_t f = order[i];
+    const std::string src = "10." + std::to_string(f >> 16 & 255) + "." +
+                            std::to_string(f >> 8 & 255) + "." + std::to_string(f & 255);
+    const std::vector<uint8_t> frame = testing::PacketBuilder()
+                                           .ipv4(src, "192.0.2.1")
+                                           .udp(uint16_t(1024 + f % 64512), 53)
+                                           .frame_size(kFrameBytes)
+                                           .build();
+    std::copy(frame.begin(), frame.end(), trace.begin() + ptrdiff_t(i * kFrameBytes));
+  }
+  return trace;
+}
+
+void run(benchmark::State& state, bool sample) {
+  const auto flows = size_t(state.range(0));
+  std::vector<uint8_t> trace = make_trace(flows);
+  auto rules = load_rules_text(kRules, "bench");
+  if (!rules) std::exit(1);
+  PipelineOptions opts;
+  opts.default_max_flows = flows;
+  opts.hash_seed = 0x5eed;
+  opts.single_writer = true;
+  std::unique_ptr<Pipeline> pipeline = bench::must(Pipeline::create(std::move(*rules), opts));
+  WorkerCounters counters = pipeline->make_counters();
+  FlowSamplerOptions so;
+  so.seed = 0x5eed;
+  FlowSampler sampler(so);
+  Pipeline::Frame burst[kBurst];
+  Verdict verdicts[kBurst];
+  uint64_t now_ns = bench::kStartNs;
+  size_t at = 0;
+  auto one_burst = [&] {
+    for (size_t i = 0; i < kBurst; ++i) {
+      burst[i] = {trace.data() + at * kFrameBytes, uint32_t(kFrameBytes)};
+      at = at + 1 == kFrames ? 0 : at + 1;
+    }
+    const RulesSnapshot& snap = pipeline->enter(counters, now_ns);
+    if (sample) sampler.observe(snap, burst, kBurst, 0);
+    pipeline->process_burst(snap, burst, kBurst, 0, now_ns, counters, verdicts);
+    if (sample) sampler.tick(now_ns);
+    now_ns += kBurstGapNs;
+    benchmark::DoNotOptimize(verdicts);
+  };
+  for (size_t done = 0; done < kFrames; done += kBurst) one_burst();  // flows created
+  for (auto _ : state) one_burst();
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(kBurst));
+  if (sample) state.counters["sample_every"] = double(sampler.every());
+}
+
+const bool registered = [] {
+  for (bool sample : {false, true})
+    benchmark::RegisterBenchmark(sample ? "pipeline, per-flow, flows top sampler on"
+                                        : "pipeline, per-flow, flows top sampler off",
+                                 run, sample)
+        ->ArgName("flows")
+        ->Arg(1000)
+        ->Arg(100'000);
+  return true;
+}();
+
+}  // namespace
