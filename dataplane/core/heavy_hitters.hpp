@@ -56,7 +56,7 @@ class HeavyHitters {
  private:
   static constexpr uint16_t kEmpty = 0xffff;
   uint64_t hash_of(uint64_t state_id, const FlowKey& key) const;
-  // The index slot holding entry e's key, or where it would go.
+  // The index slot holding (state_id, key), or the empty slot where it would go.
   size_t find_slot(uint64_t state_id, const FlowKey& key, uint64_t hash) const;
   void index_erase(size_t slot);
   void sift_up(size_t pos);
