@@ -77,7 +77,9 @@ setup_build build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lund
 # less the two whose assertions need more packets per second than an -O0 ASan build moves
 # (docs/SANITIZERS.md): TwoLcores.AggregateAdmitsAtMostBurstPlusRateTimesTime, vhost_virtio.
 if build "ASan+UBSan" build-asan; then
-  GTEST_FILTER=-TwoLcores.AggregateAdmitsAtMostBurstPlusRateTimesTime run_tests "ASan+UBSan" \
+  # 2,000 rather than 10,000 live rule changes: the same paths, a fifth of the -O0 time.
+  SLUICE_CHANGES=2000 GTEST_FILTER=-TwoLcores.AggregateAdmitsAtMostBurstPlusRateTimesTime \
+    run_tests "ASan+UBSan" \
     build-asan --suite unit --suite e2e --suite dpdk --timeout-multiplier 4
   run_tests "ASan+UBSan integration" build-asan --timeout-multiplier 4 pcap_vs_replay \
     af_xdp_rate af_xdp_mbufs two_lcores_aggregate operator_reads
