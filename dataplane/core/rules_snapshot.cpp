@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -333,8 +334,15 @@ void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns) {
     return;
   }
   // Another worker converts: a table sweep at most; charging before it ends would read words
-  // of the old profile with the new one.
-  while (snap.conversion_state.load(std::memory_order_acquire) != 2) std::this_thread::yield();
+  // of the old profile with the new one. Yield first (a worker alone on its CPU gets it back
+  // at once), then sleep: a thread that shares its CPU with a busy-polling worker (the
+  // control thread on 2 CPUs) is not scheduled again for a whole time slice after a yield,
+  // but a sleeper that wakes preempts the poller.
+  constexpr int kYields = 64;
+  for (int i = 0; snap.conversion_state.load(std::memory_order_acquire) != 2; ++i) {
+    if (i < kYields) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(10));
+  }
 }
 
 void adopt_counters(const RulesSnapshot& snap, WorkerCounters& c) {
