@@ -9,20 +9,22 @@
 # lcores 0@(0,1),1@0,2@1 (workers pinned to CPUs 0 and 1, the main lcore and the control
 # threads float), `--control SOCK`, bench/dataplane/rules.yaml (one per-flow token bucket
 # that every packet conforms to). One client (python, below) keeps one connection to the
-# socket and, in turn, for S seconds each (default 5):
-#   idle          no change: the forwarding rate without changes
-#   rule.set x1   `rule.set per-flow rate` back to back, 1 rule running (each change
-#                 converts the buckets of every flow: the rule keeps its state)
+# socket and runs three storms, for S seconds each (default 5):
+#   rule.set, 1 rule      `rule.set per-flow rate` back to back (each change converts the
+#                         buckets of every flow: the rule keeps its state)
 #   (then it loads a 1,000-rule file: per-flow last, 999 rules on ports no packet uses)
-#   idle          again, 1,000 rules running
-#   rule.set x1000 the same single change with 1,000 rules running
-#   config.load   the whole 1,000-rule file, every rule's rate changed by every load
-#                 (changes/s = 1,000 x loads/s)
+#   rule.set, 1,000 rules the same single change with 1,000 rules running
+#   config.load           the whole 1,000-rule file, every rule's rate changed by every load
+#                         (changes/s = 1,000 x loads/s)
+# Within a storm, 0.5 s windows without changes alternate with 0.5 s windows of changes, so
+# the forwarding rate with and without changes come from the same stretch of time (the
+# machine is shared: others' load moves the rate by tens of percent within seconds).
 # Each request waits for its reply; a reply comes after the change runs on every worker
 # (Pipeline::apply: one RCU grace period, every worker past the old snapshot), so the
 # request-to-reply time is an upper bound of the apply latency. Forwarding rate: port 1
-# opackets from DPDK telemetry (/ethdev/stats,1) at the start and end of each phase; the
-# storm phases are given as a ratio to the mean of the idle phases. Then N (default 200)
+# opackets from DPDK telemetry (/ethdev/stats,1) at the start and end of each window; "control
+# CPU" is the CPU time of sluiced's threads other than its workers during the windows of
+# changes, per request (clock ticks: 10 ms resolution, summed). Then N (default 200)
 # `sluicectl --socket SOCK rule set per-flow --rate R` processes, one after another: the
 # changes/s an operator's script gets from the CLI (a process and a connection each).
 # --quick: 1 s phases, 20 sluicectl runs (a smoke test of the script itself).
@@ -216,46 +218,58 @@ def rules_file(n, flip):
                  f"rate: {1 + flip}Mpps, burst: 1000, algorithm: token-bucket, action: drop}}")
     return "\n".join(lines) + "\n"
 
+WINDOW_S = 0.5
+
 def phase(name, step, changes_per_step):
-    """Runs step() back to back for `duration` s; the forwarding rate over the same span."""
-    o0, t0 = opackets()
-    cpu0 = control_cpu_s()
-    lat, end = [], t0 + duration
+    """Alternates windows of WINDOW_S without changes and with step() back to back, for
+    `duration` s in all: the forwarding rates of both come from the same stretch of time,
+    so the load others put on the machine meanwhile weighs on both alike."""
+    lat, cpu, rate = [], 0.0, {"idle": [0, 0.0], "storm": [0, 0.0]}
+    end = time.monotonic() + duration
     while time.monotonic() < end:
-        if step is None:
-            time.sleep(0.05)
-            continue
-        s = time.perf_counter()
-        step(len(lat))
-        lat.append(time.perf_counter() - s)
-    o1, t1 = opackets()
-    cpu = control_cpu_s() - cpu0
-    out = {"phase": name, "mpps": (o1 - o0) / (t1 - t0) / 1e6, "seconds": t1 - t0,
-           "control_cpu_s": cpu}
-    if lat:
-        lat.sort()
-        out.update(requests=len(lat), changes=len(lat) * changes_per_step,
-                   changes_per_s=len(lat) * changes_per_step / sum(lat),
-                   p50_us=lat[len(lat) // 2] * 1e6, p99_us=lat[len(lat) * 99 // 100] * 1e6,
-                   max_us=lat[-1] * 1e6, control_cpu_ms_per_request=cpu * 1e3 / len(lat))
+        for kind in ("idle", "storm"):
+            o0, t0 = opackets()
+            c0 = control_cpu_s()
+            while time.monotonic() < t0 + WINDOW_S:
+                if kind == "idle":
+                    time.sleep(0.01)
+                    continue
+                s = time.perf_counter()
+                step(len(lat))
+                lat.append(time.perf_counter() - s)
+            o1, t1 = opackets()
+            if kind == "storm":
+                cpu += control_cpu_s() - c0
+            rate[kind][0] += o1 - o0
+            rate[kind][1] += t1 - t0
+    lat.sort()
+    idle, storm = (rate[k][0] / rate[k][1] / 1e6 for k in ("idle", "storm"))
+    out = {"phase": name, "idle_mpps": idle, "storm_mpps": storm,
+           "storm_seconds": rate["storm"][1], "requests": len(lat),
+           "changes": len(lat) * changes_per_step,
+           "changes_per_s": len(lat) * changes_per_step / sum(lat),
+           "p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[len(lat) * 99 // 100] * 1e6,
+           "max_us": lat[-1] * 1e6, "control_cpu_ms_per_request": cpu * 1e3 / len(lat)}
     print(f"bench_control: {json.dumps(out)}", file=sys.stderr)
     return out
 
 c = Control(sock_path)
-assert c.call("hello")["writable"], "sluiced's control socket is read-only"
+# The socket is up before the workers are: writes are refused until the dataplane runs.
+deadline = time.monotonic() + 60
+while not c.call("hello")["writable"]:
+    if time.monotonic() > deadline:
+        sys.exit("bench_control: sluiced's control socket stayed read-only for 60 s")
+    time.sleep(0.2)
 rate = lambda i: {"rate": "2Mpps" if i % 2 == 0 else "1Mpps"}
-results = [phase("idle, 1 rule", None, 0)]
-results.append(phase("rule.set, 1 rule running",
-                     lambda i: c.call("rule.set", name="per-flow", fields=rate(i)), 1))
+results = [phase("rule.set, 1 rule running",
+                 lambda i: c.call("rule.set", name="per-flow", fields=rate(i)), 1)]
 files = [rules_file(1000, 0), rules_file(1000, 1)]
 c.call("config.load", text=files[0], filename="rules-1000.yaml")
-results.append(phase("idle, 1,000 rules", None, 0))
 results.append(phase("rule.set, 1,000 rules running",
                      lambda i: c.call("rule.set", name="per-flow", fields=rate(i)), 1))
 results.append(phase("config.load of 1,000 rules, all changed",
                      lambda i: c.call("config.load", text=files[(i + 1) % 2],
                                       filename="rules-1000.yaml"), 1000))
-results.append(phase("idle, 1,000 rules, after", None, 0))
 c.call("config.load", text=rules_file(1000, 0), filename="rules-1000.yaml")
 json.dump({"phases": results, "generation": c.call("rules")["generation"]}, sys.stdout)
 EOF
@@ -284,23 +298,16 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 n, start, end = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 phases = r["phases"]
-idle = [p["mpps"] for p in phases if p["phase"].startswith("idle")]
-idle1 = idle[0]
-idle1000 = sum(idle[1:]) / len(idle[1:])
-print("| phase (one client, one connection, each request waits for its reply) | requests "
+print("| storm (one client, one connection, each request waits for its reply) | requests "
       "| rule changes/s | request to reply p50 / p99 / max | sluiced control CPU per request "
-      "| forwarding Mpps | vs idle |")
+      "| forwarding Mpps without / during | during / without |")
 print("|---|--:|--:|--:|--:|--:|--:|")
 for p in phases:
-    base = idle1 if "1 rule" in p["phase"] and "1,000" not in p["phase"] else idle1000
-    if "requests" in p:
-        print(f"| {p['phase']} | {p['requests']:,} | {p['changes_per_s']:,.0f} "
-              f"| {p['p50_us']:,.0f} / {p['p99_us']:,.0f} / {p['max_us']:,.0f} us "
-              f"| {p['control_cpu_ms_per_request']:.2f} ms "
-              f"| {p['mpps']:.2f} | **{p['mpps'] / base:.3f}x** |")
-    else:
-        print(f"| {p['phase']} | – | – | – | {p['control_cpu_s'] / p['seconds']:.0%} of a CPU "
-              f"| {p['mpps']:.2f} | – |")
+    print(f"| {p['phase']} | {p['requests']:,} | {p['changes_per_s']:,.0f} "
+          f"| {p['p50_us']:,.0f} / {p['p99_us']:,.0f} / {p['max_us']:,.0f} us "
+          f"| {p['control_cpu_ms_per_request']:.2f} ms "
+          f"| {p['idle_mpps']:.2f} / {p['storm_mpps']:.2f} "
+          f"| **{p['storm_mpps'] / p['idle_mpps']:.3f}x** |")
 secs = (end - start) / 1e9
 print()
 print(f"- sluicectl, one process and connection per change: {n} `rule set per-flow --rate R` "
