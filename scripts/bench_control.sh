@@ -24,7 +24,9 @@
 # request-to-reply time is an upper bound of the apply latency. Forwarding rate: port 1
 # opackets from DPDK telemetry (/ethdev/stats,1) at the start and end of each window; "control
 # CPU" is the CPU time of sluiced's threads other than its workers during the windows of
-# changes, per request (clock ticks: 10 ms resolution, summed). Then N (default 200)
+# changes, per request (clock ticks: 10 ms resolution, summed). On a machine others load,
+# the workers do not get their 2 CPUs: the CPU time they got in each kind of window is shown,
+# and Mpps per worker CPU compares the cost per packet with and without changes. Then N (default 200)
 # `sluicectl --socket SOCK rule set per-flow --rate R` processes, one after another: the
 # changes/s an operator's script gets from the CLI (a process and a connection each).
 # --quick: 1 s phases, 20 sluicectl runs (a smoke test of the script itself).
@@ -155,19 +157,22 @@ import glob, json, os, socket, sys, time
 sock_path, tele_path, duration, pid = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 HZ = os.sysconf("SC_CLK_TCK")
 
-def control_cpu_s():
-    """CPU time of sluiced's threads other than its workers (rte-worker-N): the control
-    socket's threads, the stats tick, the main thread."""
-    total = 0
+def cpu_s():
+    """CPU time (s) of sluiced's workers (threads rte-worker-N) and of its other threads
+    (the control socket's, the stats tick, the main thread)."""
+    workers = control = 0
     for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
         try:
             text = open(stat).read()
         except OSError:
             continue
         comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
-        if not comm.startswith("rte-worker"):
-            total += int(rest[11]) + int(rest[12])
-    return total / HZ
+        ticks = int(rest[11]) + int(rest[12])
+        if comm.startswith("rte-worker"):
+            workers += ticks
+        else:
+            control += ticks
+    return workers / HZ, control / HZ
 
 class Control:
     """One connection to sluiced's control socket (docs/CONTROL.md framing)."""
@@ -224,12 +229,13 @@ def phase(name, step, changes_per_step):
     """Alternates windows of WINDOW_S without changes and with step() back to back, for
     `duration` s in all: the forwarding rates of both come from the same stretch of time,
     so the load others put on the machine meanwhile weighs on both alike."""
-    lat, cpu, rate = [], 0.0, {"idle": [0, 0.0], "storm": [0, 0.0]}
+    lat, cpu = [], 0.0
+    rate = {"idle": [0, 0.0, 0.0], "storm": [0, 0.0, 0.0]}  # packets, seconds, worker CPU s
     end = time.monotonic() + duration
     while time.monotonic() < end:
         for kind in ("idle", "storm"):
             o0, t0 = opackets()
-            c0 = control_cpu_s()
+            w0, c0 = cpu_s()
             while time.monotonic() < t0 + WINDOW_S:
                 if kind == "idle":
                     time.sleep(0.01)
@@ -238,13 +244,17 @@ def phase(name, step, changes_per_step):
                 step(len(lat))
                 lat.append(time.perf_counter() - s)
             o1, t1 = opackets()
+            w1, c1 = cpu_s()
             if kind == "storm":
-                cpu += control_cpu_s() - c0
+                cpu += c1 - c0
             rate[kind][0] += o1 - o0
             rate[kind][1] += t1 - t0
+            rate[kind][2] += w1 - w0
     lat.sort()
     idle, storm = (rate[k][0] / rate[k][1] / 1e6 for k in ("idle", "storm"))
+    busy = {k: rate[k][2] / rate[k][1] for k in rate}  # CPUs the 2 workers got, of 2
     out = {"phase": name, "idle_mpps": idle, "storm_mpps": storm,
+           "idle_worker_cpus": busy["idle"], "storm_worker_cpus": busy["storm"],
            "storm_seconds": rate["storm"][1], "requests": len(lat),
            "changes": len(lat) * changes_per_step,
            "changes_per_s": len(lat) * changes_per_step / sum(lat),
@@ -300,14 +310,17 @@ n, start, end = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 phases = r["phases"]
 print("| storm (one client, one connection, each request waits for its reply) | requests "
       "| rule changes/s | request to reply p50 / p99 / max | sluiced control CPU per request "
-      "| forwarding Mpps without / during | during / without |")
-print("|---|--:|--:|--:|--:|--:|--:|")
+      "| forwarding Mpps without / during | during / without | CPUs the 2 workers got, "
+      "without / during | Mpps per worker CPU, during / without |")
+print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 for p in phases:
     print(f"| {p['phase']} | {p['requests']:,} | {p['changes_per_s']:,.0f} "
           f"| {p['p50_us']:,.0f} / {p['p99_us']:,.0f} / {p['max_us']:,.0f} us "
           f"| {p['control_cpu_ms_per_request']:.2f} ms "
           f"| {p['idle_mpps']:.2f} / {p['storm_mpps']:.2f} "
-          f"| **{p['storm_mpps'] / p['idle_mpps']:.3f}x** |")
+          f"| **{p['storm_mpps'] / p['idle_mpps']:.3f}x** "
+          f"| {p['idle_worker_cpus']:.2f} / {p['storm_worker_cpus']:.2f} "
+          f"| **{(p['storm_mpps'] / p['storm_worker_cpus']) / (p['idle_mpps'] / p['idle_worker_cpus']):.3f}x** |")
 secs = (end - start) / 1e9
 print()
 print(f"- sluicectl, one process and connection per change: {n} `rule set per-flow --rate R` "
