@@ -327,6 +327,9 @@ print(f"- sluicectl, one process and connection per change: {n} `rule set per-fl
       f"in {secs:.2f} s = **{n / secs:,.0f} changes/s** ({secs / n * 1e3:.1f} ms each)")
 print(f"- generation after the run: {r['generation']:,} applied changes")
 EOF
+# sluiced logs, when it stops, how long the changes took to reach every worker (their clocks).
+visible=$(grep -o 'rule changes: .*' "$WORK/sluiced.log" || true)
+echo "- sluiced at exit, over every change of the run: ${visible:-(no line \"rule changes:\" in its log)}"
 echo
 echo "- targets (issue 11): >= 100k rule changes/s batched, request to every worker p99 <= 1 ms,"
 echo "  forwarding during a storm >= 0.95x without"
