@@ -295,8 +295,8 @@ std::string usage_text(const std::string& program) {
   app.set_help_flag("-h,--help", "prints this help");
   app.get_help_ptr()->group("Both modes");
   // Placeholders only: this App prints help and never parses.
-  static std::map<std::string, std::string> values;
-  static std::map<std::string, bool> flags;
+  std::map<std::string, std::string> values;
+  std::map<std::string, bool> flags;
   for (unsigned group : {kLive | kReplay, unsigned(kLive), unsigned(kReplay)}) {
     const char* title = group == (kLive | kReplay) ? "Both modes"
                         : group == kLive           ? "Live mode (after --)"
