@@ -24,9 +24,9 @@
 # xdp: the XDP backend: scripts/bench_xdp.sh (see its header: root; BPF_PROG_TEST_RUN at 1,
 #   1k and 1M flows beside XDP_PASS and a naive hash-map token bucket, then live on veth).
 # control: rules changed through sluiced's control socket while 2 workers forward:
-#   scripts/bench_control.sh (see its header: root, hugepages; ~35 s): rule changes/s
+#   scripts/bench_control.sh (see its header: root, hugepages; 1-2 min): rule changes/s
 #   (single rule.set and batched config.load of 1,000 rules), request-to-reply latency, and
-#   the forwarding rate during each storm against idle. Its options go in
+#   the forwarding rate during each storm against windows without changes. Its options go in
 #   BENCH_CONTROL_OPTIONS (e.g. "--quick").
 # --write: also replaces the generated section of docs/BENCHMARKS.md (between its
 #   "bench:MODE" markers) with the tables, the exact command and the machine.
