@@ -91,7 +91,7 @@ setup_build build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef
 # TSan's shadow memory needs a fixed layout: run without address-space randomisation.
 # Only the suites TSan runs are built (and meson test is told not to rebuild the rest).
 tsan_suites=(limiter_concurrency flow_table pipeline counters_handoff rules_swap control_socket
-  metrics)
+  metrics flows_top)
 build "TSan" build-tsan "${tsan_suites[@]/#/tests/test_}" &&
   run_tests "TSan" build-tsan --no-rebuild --timeout-multiplier 4 \
     --wrapper "setarch $(uname -m) -R" "${tsan_suites[@]}"
