@@ -58,17 +58,17 @@ struct Run {
   // The key mode's hash, inlined (a switch costs less than the call through cr.hash_fn).
   [[gnu::always_inline]] static uint64_t flow_hash(const CompiledRule& cr, const ParsedFrame& pf) {
     const uint8_t bits = cr.key_prefix_len;
-    const uint64_t seed = cr.hash_seed;
+    const FlowHashKeys& seed = cr.hash_keys;
     switch (cr.key_mode) {
-      case KeyMode::five_tuple: return flow_hash_of<KeyMode::five_tuple>(pf, bits, seed);
-      case KeyMode::src_ip: return flow_hash_of<KeyMode::src_ip>(pf, bits, seed);
-      case KeyMode::dst_ip: return flow_hash_of<KeyMode::dst_ip>(pf, bits, seed);
-      case KeyMode::src_dst: return flow_hash_of<KeyMode::src_dst>(pf, bits, seed);
-      case KeyMode::src_prefix: return flow_hash_of<KeyMode::src_prefix>(pf, bits, seed);
-      case KeyMode::dst_prefix: return flow_hash_of<KeyMode::dst_prefix>(pf, bits, seed);
+      case KeyMode::five_tuple: return flow_hash_keyed_of<KeyMode::five_tuple>(pf, bits, seed);
+      case KeyMode::src_ip: return flow_hash_keyed_of<KeyMode::src_ip>(pf, bits, seed);
+      case KeyMode::dst_ip: return flow_hash_keyed_of<KeyMode::dst_ip>(pf, bits, seed);
+      case KeyMode::src_dst: return flow_hash_keyed_of<KeyMode::src_dst>(pf, bits, seed);
+      case KeyMode::src_prefix: return flow_hash_keyed_of<KeyMode::src_prefix>(pf, bits, seed);
+      case KeyMode::dst_prefix: return flow_hash_keyed_of<KeyMode::dst_prefix>(pf, bits, seed);
       case KeyMode::none: break;
     }
-    return flow_hash_of<KeyMode::none>(pf, bits, seed);
+    return flow_hash_keyed_of<KeyMode::none>(pf, bits, seed);
   }
 
   Verdict act(const Action& a, TrafficCounters& c, uint8_t* frame, const ParsedFrame& pf,

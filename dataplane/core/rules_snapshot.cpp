@@ -229,6 +229,7 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
       cr.state = st.get();
       cr.flows = st->flows.get();
       cr.hash_seed = st->hash_seed;
+      cr.hash_keys = flow_hash_keys(st->hash_seed);
       cr.counter_slot = st->counter_slot;
       snap->states.push_back(std::move(st));
     }

@@ -80,6 +80,7 @@ struct CompiledRule {
   FlowTable* flows = nullptr;        // state->flows (keyed rules); null for key: none
   FlowHashFn hash_fn = nullptr;      // the key mode's hash, the mode's switch folded away
   uint64_t hash_seed = 0;            // state->hash_seed
+  FlowHashKeys hash_keys;            // flow_hash_keys(hash_seed)
   uint32_t counter_slot = 0;         // state->counter_slot
   // Copies of the rule's fields that every packet reads, beside the rest of the hot line
   // instead of behind `rule`.
