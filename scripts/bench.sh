@@ -6,6 +6,7 @@
 #   scripts/bench.sh rules [--repetitions N] [--write]
 #   scripts/bench.sh xdp [--write]
 #   scripts/bench.sh control [--write]
+#   scripts/bench.sh instructions [--write]
 #
 # core: Google Benchmark (build-bench/bench/sluice-bench-core) of one decision of every core
 #   algorithm, on 1 thread and with 2 threads charging one shared bucket, beside a
@@ -28,6 +29,13 @@
 #   (single rule.set and batched config.load of 1,000 rules), request-to-reply latency, and
 #   the forwarding rate during each storm against windows without changes. Its options go in
 #   BENCH_CONTROL_OPTIONS (e.g. "--quick").
+# instructions: instructions per packet of the core's burst path, counted by callgrind on a
+#   release build with -g (build-instr): build-instr/bench/sluice-bench-instructions sends a
+#   fixed trace (F flows round robin, 64-byte UDP frames) through
+#   Pipeline::process_burst(snapshot, ...), the function a live worker calls per burst, and
+#   callgrind collects inside that function only. Rows: no rule, a token bucket per 5-tuple
+#   and an srTCM meter per destination, at 1k flows (and 100k for the token bucket).
+#   Deterministic: the same commit gives the same counts.
 # --write: also replaces the generated section of docs/BENCHMARKS.md (between its
 #   "bench:MODE" markers) with the tables, the exact command and the machine.
 #
@@ -323,6 +331,52 @@ mode_rules() {
   echo "Wall time covers the whole process (the pcap, the rules, parse, classify, flow tables,"
   echo "limiter, OUT.pcap and REPORT.json); the per-packet figures subtract the 10-packet run's"
   echo "(start-up: loading and compiling the rules, creating the tables)."
+}
+
+# ------------------------------------------------------------------------------ instructions
+
+INSTR_BUILD=build-instr
+
+# instructions_count RULES FLOWS PACKETS: callgrind's instruction count of the measured
+# process_burst calls, divided by PACKETS.
+instructions_count() {
+  local rules=$1 flows=$2 packets=$3 out=$INSTR_BUILD/callgrind.out.$1.$2
+  valgrind --tool=callgrind --callgrind-out-file="$out" --collect-atstart=no \
+    --toggle-collect='sluice::Pipeline::process_burst(sluice::RulesSnapshot const&*' \
+    "$INSTR_BUILD/bench/sluice-bench-instructions" --rules "$rules" --flows "$flows" \
+    --packets "$packets" >/dev/null 2>"$out.log" ||
+    { echo "bench: callgrind run failed (--rules $rules --flows $flows): see $out.log" >&2; exit 1; }
+  awk -v p="$packets" '/^totals:/ { printf "%.1f", $2 / p; found = 1 }
+                       END { if (!found) exit 1 }' "$out"
+}
+
+mode_instructions() {
+  command -v valgrind >/dev/null || { echo "bench: valgrind is missing (scripts/setup-deps.sh)" >&2; exit 1; }
+  if [ ! -f "$INSTR_BUILD/build.ninja" ]; then
+    # -O3 as build-bench, plus debug info for callgrind_annotate. Nothing here links DPDK, so
+    # no AVX-512 from its pkg-config flags reaches valgrind's CPU model.
+    meson setup "$INSTR_BUILD" --buildtype=release -Db_ndebug=true -Dc_args=-g \
+      "-Dcpp_args=-g $BENCH_GCC12_O3_FALSE_POSITIVES" >/dev/null
+  fi
+  ninja -C "$INSTR_BUILD" bench/sluice-bench-instructions >&2
+  local commit packets=65536 none tb tb100k sr
+  commit=$(git rev-parse --short HEAD)
+  git diff --quiet HEAD -- dataplane bench || commit="$commit+changes"
+  none=$(instructions_count none 1000 "$packets")
+  tb=$(instructions_count tb-5tuple 1000 "$packets")
+  tb100k=$(instructions_count tb-5tuple 100000 "$packets")
+  sr=$(instructions_count srtcm-dst 1000 "$packets")
+  echo "Command: \`$COMMAND\` (callgrind, $packets packets after one untimed pass over the flows)"
+  echo
+  machine
+  echo
+  echo "| commit | no rule | token bucket per 5-tuple, 1k flows | token bucket per 5-tuple, 100k flows | srtcm per destination, 1k flows |"
+  echo "|---|--:|--:|--:|--:|"
+  echo "| $commit | $none | $tb | $tb100k | $sr |"
+  echo "| target (issue 14) | <= 80 | <= 180 | – | – |"
+  echo
+  echo "Instructions per packet inside \`Pipeline::process_burst(snapshot, ...)\` (release, -g,"
+  echo "$(gcc -dumpfullversion 2>/dev/null | sed 's/^/GCC /')): bursts of 32, every packet forwarded."
 }
 
 # ------------------------------------------------------------------------------ dataplane

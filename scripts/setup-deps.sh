@@ -14,6 +14,7 @@ packages=(
   libdpdk-dev dpdk dpdk-dev dpdk-doc libbpf-dev libxdp-dev libelf-dev zlib1g-dev bpftool
   # test and demo tools
   iproute2 python3 procps prometheus socat
+  valgrind  # callgrind: scripts/bench.sh instructions
   # installing as a service: manual pages, bash completion, unit checks, the Debian package
   scdoc bash-completion man-db systemd libcap2-bin debhelper dpkg-dev lintian
 )

@@ -163,7 +163,92 @@ using classifier_detail::g_next_id;
 
 using namespace match_word;
 
-Classifier::Classifier(const std::vector<Rule>& rules) : Classifier(compile_match_tables(rules)) {}
+Classifier::Classifier(const std::vector<Rule>& rules) : Classifier(compile_match_tables(rules)) {
+  if (rules.size() > kLinearRules) return;
+  for (const Rule& r : rules) linear_[linear_count_++] = compile_linear(r.match);
+  use_linear_ = true;
+}
+
+namespace {
+
+uint64_t load64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// The first `bits` bits of 8 wire-order bytes, as a mask over their load: byte i keeps its
+// top min(8, bits - 8i) bits.
+uint64_t prefix_mask(unsigned bits) {
+  uint8_t m[8] = {};
+  for (unsigned i = 0; i < 8; ++i) {
+    const unsigned keep = bits >= 8 * (i + 1) ? 8 : bits > 8 * i ? bits - 8 * i : 0;
+    m[i] = uint8_t(0xff00u >> keep);
+  }
+  return load64(m);
+}
+
+// Never in a match word nor in a mask: a value with it set matches no frame.
+constexpr uint64_t kNever = uint64_t{1} << 63;
+
+}  // namespace
+
+Classifier::LinearRule Classifier::compile_linear(const Match& m) {
+  LinearRule r;
+  auto exact = [&](uint64_t field_mask, unsigned shift, uint64_t v) {
+    r.mask |= field_mask << shift;
+    r.value |= (v & field_mask) << shift;
+  };
+  auto prefix = [&](const Cidr& c, uint64_t addr[2], uint64_t mask[2]) {
+    exact(0xff, kVersionShift, c.family);  // a v4 prefix never matches a v6 packet
+    // IPv4 addresses sit in the first 4 bytes, the rest zero (as the parser leaves them);
+    // a v4 prefix past /32 counts as /32, as in the tables.
+    const unsigned bits = std::min<unsigned>(c.prefix_len, c.family == 4 ? 32 : 128);
+    mask[0] = prefix_mask(bits > 64 ? 64 : bits);
+    mask[1] = prefix_mask(bits > 64 ? bits - 64 : 0);
+    addr[0] = load64(c.addr.data()) & mask[0];
+    addr[1] = load64(c.addr.data() + 8) & mask[1];
+  };
+  if (m.port) exact(0xffff, kPortShift, *m.port);
+  if (m.vlan) {
+    exact(0xfff, kVlanShift, *m.vlan);
+    r.mask |= kHasVlan, r.value |= kHasVlan;
+  }
+  if (m.src || m.dst || m.proto || m.dscp || m.src_port || m.dst_port)
+    r.mask |= kIsIp, r.value |= kIsIp;  // any L3/L4 field: never matches non-IP frames
+  if (m.proto) exact(0xff, kProtoShift, *m.proto);
+  if (m.dscp) exact(0x3f, kDscpShift, *m.dscp);
+  if (m.src_port || m.dst_port) {
+    // Port rules need ports: non-first fragments and port-less protocols never match them.
+    r.mask |= kHasPorts, r.value |= kHasPorts;
+    r.ports = true;
+    if (m.src_port) r.src_lo = m.src_port->lo, r.src_span = uint16_t(m.src_port->hi - m.src_port->lo);
+    if (m.dst_port) r.dst_lo = m.dst_port->lo, r.dst_span = uint16_t(m.dst_port->hi - m.dst_port->lo);
+  }
+  // Prefixes of two families can never both hold.
+  if (m.src && m.dst && m.src->family != m.dst->family) r.value |= kNever;
+  if (m.src) r.src = true, prefix(*m.src, r.src_addr, r.src_mask);
+  if (m.dst) r.dst = true, prefix(*m.dst, r.dst_addr, r.dst_mask);
+  return r;
+}
+
+int Classifier::classify_linear(const ParsedFrame& pf, uint16_t ingress_port) const {
+  const uint64_t word = pf.match_word | uint64_t(ingress_port) << kPortShift;
+  auto holds = [](const uint64_t addr[2], const uint64_t mask[2], const std::array<uint8_t, 16>& a) {
+    return ((load64(a.data()) & mask[0]) == addr[0]) & ((load64(a.data() + 8) & mask[1]) == addr[1]);
+  };
+  for (uint32_t i = 0; i < linear_count_; ++i) {
+    const LinearRule& r = linear_[i];
+    if ((word & r.mask) != r.value) continue;
+    if (r.src && !holds(r.src_addr, r.src_mask, pf.src)) continue;
+    if (r.dst && !holds(r.dst_addr, r.dst_mask, pf.dst)) continue;
+    if (r.ports && (uint16_t(pf.src_port - r.src_lo) > r.src_span ||
+                    uint16_t(pf.dst_port - r.dst_lo) > r.dst_span))
+      continue;
+    return int(i);
+  }
+  return -1;
+}
 
 Classifier::Classifier(const MatchTables& t)
     : id_(g_next_id.fetch_add(1, std::memory_order_relaxed)),
@@ -222,6 +307,8 @@ size_t Classifier::memory_bytes() const {
 }
 
 int Classifier::classify(const ParsedFrame& pf, uint16_t ingress_port) const {
+  if (use_linear_) return classify_linear(pf, ingress_port);
+  if (rule_count_ == 0) return -1;
   const uint64_t w = pf.match_word;
   Offset maps[8];
   unsigned n = 0;
@@ -251,7 +338,6 @@ int Classifier::classify(const ParsedFrame& pf, uint16_t ingress_port) const {
     if (!skip_proto_) maps[n++] = proto_[(w >> kProtoShift) & 0xff];
     if (!skip_dscp_) maps[n++] = dscp_[(w >> kDscpShift) & 0x3f];
   }
-  if (rule_count_ == 0) return -1;
   if (n == 0) return 0;  // nothing constrains the frame: every rule holds, the first wins
   if (summary_words_ == 0) {
     const uint64_t* a = arena_.data();

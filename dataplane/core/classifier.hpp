@@ -18,6 +18,11 @@
 //    visits many words. Such results are remembered per thread, keyed by the bitmaps' offsets
 //    (a frame's answer depends only on them): a direct-mapped cache of 1,024 entries, looked
 //    at only once an intersection needs a second candidate word.
+//  - Up to kLinearRules rules (built from the rules, not from bare tables), a walk over the
+//    rules in order is cheaper than any lookup: each rule tests all of its exact fields with
+//    one mask-and-compare of the frame's match word (frame.hpp), and only prefixes and port
+//    ranges need more. It gives the tables' answer for every frame (classifier_test holds
+//    both to tests/common/linear_classifier.hpp). No rule at all: -1 without a lookup.
 #pragma once
 
 #include <array>
@@ -37,6 +42,7 @@ struct CachedResult;  // classifier.cpp
 
 class Classifier {
  public:
+  static constexpr size_t kLinearRules = 4;
   explicit Classifier(const std::vector<Rule>& rules);
   explicit Classifier(const MatchTables& tables);
   // Index of the first rule whose every match field holds, or -1.
@@ -62,11 +68,24 @@ class Classifier {
     bool skip = false;
   };
 
+  // A rule of the linear walk: match-word mask and value, then what needs more than that.
+  struct LinearRule {
+    uint64_t mask = 0, value = 0;
+    uint64_t src_addr[2] = {}, src_mask[2] = {};  // masked, as loaded from the wire
+    uint64_t dst_addr[2] = {}, dst_mask[2] = {};
+    uint16_t src_lo = 0, src_span = 0xffff, dst_lo = 0, dst_span = 0xffff;  // span: hi - lo
+    bool src = false, dst = false, ports = false;
+  };
+  static LinearRule compile_linear(const Match& m);
+  int classify_linear(const ParsedFrame& pf, uint16_t ingress_port) const;
   // Above 64 rules: the summaries, then the candidate words.
   int intersect(const Offset* maps, unsigned n) const;
   // This thread's cache slot for a set of bitmaps.
   classifier_detail::CachedResult& remembered(const Offset* maps, unsigned n) const;
 
+  std::array<LinearRule, kLinearRules> linear_{};
+  uint32_t linear_count_ = 0;
+  bool use_linear_ = false;
   uint64_t id_ = 0;  // unique per classifier in the process: the cache's owner tag
   size_t rule_count_ = 0;
   size_t words_ = 0;         // words_for(rule_count_)

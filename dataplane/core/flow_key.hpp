@@ -111,29 +111,48 @@ inline FlowKey flow_key_of(const ParsedFrame& pf, uint8_t prefix_len) {
   return k;
 }
 
-// 64-bit keyed hash of a flow key (a wyhash-style multiply-fold mix): two multiplies for an
-// IPv4 key, four for IPv6.
-inline uint64_t hash_flow_key(const FlowKey& key, uint64_t seed) {
-  // Odd constants from wyhash; the seed enters every round.
-  constexpr uint64_t s0 = 0xa0761d6478bd642full, s1 = 0xe7037ed1a0b428dbull,
-                     s2 = 0x8ebc6af09c88c6e3ull;
+// The seed's share of the hash below, worked out once per seed (a rule's flow table keeps
+// its own): the per-packet hash then starts from these words instead of the seed.
+struct FlowHashKeys {
+  uint64_t k0 = 0, k1 = 0, k2 = 0;
+};
+namespace detail {
+// Odd constants from wyhash; the seed enters every round.
+inline constexpr uint64_t kHashS0 = 0xa0761d6478bd642full, kHashS1 = 0xe7037ed1a0b428dbull,
+                          kHashS2 = 0x8ebc6af09c88c6e3ull;
+}  // namespace detail
+inline FlowHashKeys flow_hash_keys(uint64_t seed) {
   // Both factors of every multiply carry the seed, so a sender who controls the key words
   // still cannot predict either operand.
   const uint64_t seed_b = seed << 29 | seed >> 35;
-  uint64_t h = detail::mix(key.w[0] ^ seed ^ s0, key.w[1] ^ seed_b ^ s1);
+  return {seed ^ detail::kHashS0, seed_b ^ detail::kHashS1, seed_b ^ detail::kHashS2};
+}
+
+// 64-bit keyed hash of a flow key (a wyhash-style multiply-fold mix): two multiplies for an
+// IPv4 key, four for IPv6.
+inline uint64_t hash_flow_key(const FlowKey& key, const FlowHashKeys& k) {
+  uint64_t h = detail::mix(key.w[0] ^ k.k0, key.w[1] ^ k.k1);
   // IPv6 keys (version byte 6) carry three more words; IPv4 keys have them zero.
   if (((key.w[0] >> 8) & 0xff) == 6) {
-    h = detail::mix(h ^ key.w[2] ^ s2, key.w[3] ^ seed_b ^ s1);
-    h = detail::mix(h ^ key.w[4] ^ s0, seed_b ^ s2);
+    h = detail::mix(h ^ key.w[2] ^ detail::kHashS2, key.w[3] ^ k.k1);
+    h = detail::mix(h ^ key.w[4] ^ detail::kHashS0, k.k2);
   }
-  return detail::mix(h ^ s2, seed ^ s0);
+  return detail::mix(h ^ detail::kHashS2, k.k0);
+}
+inline uint64_t hash_flow_key(const FlowKey& key, uint64_t seed) {
+  return hash_flow_key(key, flow_hash_keys(seed));
 }
 
 // A rule's flow hash in one call: FlowHashFn<mode> for the rule's mode (see flow_hash_fn).
 using FlowHashFn = uint64_t (*)(const ParsedFrame&, uint8_t prefix_len, uint64_t seed);
 template <KeyMode mode>
-uint64_t flow_hash_of(const ParsedFrame& pf, uint8_t prefix_len, uint64_t seed) {
+[[gnu::always_inline]] inline uint64_t flow_hash_of(const ParsedFrame& pf, uint8_t prefix_len, uint64_t seed) {
   return hash_flow_key(flow_key_of<mode>(pf, prefix_len), seed);
+}
+template <KeyMode mode>
+[[gnu::always_inline]] inline uint64_t flow_hash_keyed_of(const ParsedFrame& pf, uint8_t prefix_len,
+                                                          const FlowHashKeys& keys) {
+  return hash_flow_key(flow_key_of<mode>(pf, prefix_len), keys);
 }
 inline FlowHashFn flow_hash_fn(KeyMode mode) {
   switch (mode) {

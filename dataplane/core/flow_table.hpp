@@ -245,23 +245,28 @@ class FlowTable {
 
 inline int FlowTable::first_match(const std::atomic<uint64_t>* tag, uint64_t fp) {
 #ifdef SLUICE_FLOW_TABLE_SSE2
-  // Four 16-byte loads of the tag line; a way hits when (tag & ~tick) ^ fp is zero in both its
-  // 32-bit halves. Plain vector loads of words others write atomically, as DPDK's rte_hash
-  // compares its signatures: on x86 each aligned 8-byte half is read whole, and loads are not
-  // reordered with later loads, so this orders like the acquire loads of the scalar scan; the
-  // fence keeps the compiler from moving the caller's state reads above it.
-  const __m128i keep = _mm_set1_epi64x(static_cast<long long>(~kTickMask));
-  const __m128i want = _mm_set1_epi64x(static_cast<long long>(fp));
-  const __m128i zero = _mm_setzero_si128();
-  const auto* line = reinterpret_cast<const __m128i*>(tag);
-  auto zero_halves = [&](unsigned i) {
-    const __m128i x = _mm_xor_si128(_mm_and_si128(_mm_load_si128(line + i), keep), want);
-    return unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, zero)))) << (4 * i);
-  };
-  const unsigned halves = zero_halves(0) | zero_halves(1) | zero_halves(2) | zero_halves(3);
+  // Compares the high 32-bit halves of the 8 tags (pending bit and fingerprint bits 62..32) in
+  // two vector compares, then checks a candidate's whole tag with a scalar load: a half
+  // matching by chance (8 in 2^31 lookups) only moves on to the next candidate, so the
+  // answer is the first way whose tag holds fp, as a compare of whole tags gives. Plain
+  // vector loads of words others write atomically, as DPDK's rte_hash compares its
+  // signatures: on x86 each aligned 8-byte half is read whole, and loads are not reordered
+  // with later loads, so this orders like the acquire loads of the scalar scan; the fence
+  // keeps the compiler from moving the caller's state reads above it.
+  const auto* line = reinterpret_cast<const float*>(tag);
+  const __m128 ways03 = _mm_shuffle_ps(_mm_load_ps(line), _mm_load_ps(line + 4), _MM_SHUFFLE(3, 1, 3, 1));
+  const __m128 ways47 = _mm_shuffle_ps(_mm_load_ps(line + 8), _mm_load_ps(line + 12), _MM_SHUFFLE(3, 1, 3, 1));
+  const __m128i want = _mm_set1_epi32(static_cast<int>(fp >> 32));
+  unsigned candidates =
+      unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(ways03), want)))) |
+      unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(ways47), want)))) << 4;
   std::atomic_signal_fence(std::memory_order_acquire);
-  const unsigned hits = halves & (halves >> 1) & 0x5555u;  // bit 2w: both halves of way w
-  return hits != 0 ? int(__builtin_ctz(hits) >> 1) : -1;
+  while (candidates != 0) [[likely]] {
+    const int way = __builtin_ctz(candidates);
+    if ((tag[way].load(std::memory_order_acquire) & ~kTickMask) == fp) [[likely]] return way;
+    candidates &= candidates - 1;
+  }
+  return -1;
 #else
   unsigned hits = 0;  // branchless: which way holds a flow is random
   for (unsigned way = 0; way < kWays; ++way)

@@ -84,6 +84,10 @@ inline ParsedFrame parse_frame(const uint8_t* data, uint32_t len) { return parse
 // The same, into the caller's ParsedFrame: the hot path parses straight into its burst array
 // instead of copying a returned 80-byte struct (a store-forwarding stall per packet).
 void parse_frame_into(const uint8_t* data, uint32_t len, uint32_t wire_len, ParsedFrame& pf);
+// Whether parse_frame_into() would find the frame well formed (FrameStatus::ok), without
+// keeping any field: for callers that need no field (no rule to classify by). Plain IPv4
+// TCP/UDP frames take the straight-line checks only.
+bool frame_is_well_formed(const uint8_t* data, uint32_t len, uint32_t wire_len);
 // The general walk alone, without the straight-line path parse_frame_into() takes for plain
 // IPv4 TCP/UDP frames: tests hold the two to the same results.
 void parse_frame_general(const uint8_t* data, uint32_t len, uint32_t wire_len, ParsedFrame& pf);

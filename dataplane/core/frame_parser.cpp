@@ -208,8 +208,9 @@ const char* parse_ethernet(const Bytes& b, ParsedFrame& pf) {
 // The frame most traffic is: untagged IPv4 without options, not a fragment, TCP or UDP with
 // its whole header inside the packet. Parsed in straight-line code; anything else (and any
 // length that does not add up) goes to the general walk, which gives the same result for these
-// frames (tests/unit/frame_parser_test.cpp checks both on the same inputs).
-bool parse_common_ipv4(const Bytes& b, ParsedFrame& pf) {
+// frames (tests/unit/frame_parser_test.cpp checks both on the same inputs). These are its
+// checks alone: whether parse_common_ipv4() below takes the frame.
+inline bool is_common_ipv4(const Bytes& b) {
   constexpr uint32_t l3 = kEthHeaderLen, l4 = kEthHeaderLen + kIPv4MinHeaderLen;
   const uint8_t* data = b.data;
   if (b.len < l4 + 8) return false;
@@ -220,7 +221,15 @@ bool parse_common_ipv4(const Bytes& b, ParsedFrame& pf) {
   const uint32_t l4_len = proto == proto::tcp ? 20 : proto == proto::udp ? 8 : 0xffff;
   if (total_len > b.wire - l3 || total_len < kIPv4MinHeaderLen + l4_len || b.len < l4 + l4_len)
     return false;
-  if ((load_be16(ip + 6) & (kIPv4MoreFragments | kIPv4FragOffsetMask)) != 0) return false;
+  return (load_be16(ip + 6) & (kIPv4MoreFragments | kIPv4FragOffsetMask)) == 0;
+}
+
+bool parse_common_ipv4(const Bytes& b, ParsedFrame& pf) {
+  constexpr uint32_t l3 = kEthHeaderLen, l4 = kEthHeaderLen + kIPv4MinHeaderLen;
+  const uint8_t* data = b.data;
+  const uint8_t* ip = data + l3;
+  if (!is_common_ipv4(b)) return false;
+  const uint8_t proto = ip[9];
   pf.ip_version = 4;
   pf.l3_offset = uint16_t(l3);
   pf.l4_offset = uint16_t(l4);
@@ -265,6 +274,13 @@ void parse_frame_into(const uint8_t* data, uint32_t len, uint32_t wire_len, Pars
   pf.frame_len = b.wire;
   pf.parsed_len = b.len;
   if (!parse_common_ipv4(b, pf)) parse_frame_general(data, len, wire_len, pf);
+}
+
+bool frame_is_well_formed(const uint8_t* data, uint32_t len, uint32_t wire_len) {
+  if (is_common_ipv4(Bytes{data, len, std::max(len, wire_len)})) [[likely]] return true;
+  ParsedFrame pf;
+  parse_frame_general(data, len, wire_len, pf);
+  return pf.status == FrameStatus::ok;
 }
 
 ParsedFrame parse_frame(const uint8_t* data, uint32_t len, uint32_t wire_len) {

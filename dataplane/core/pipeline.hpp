@@ -175,6 +175,9 @@ class Pipeline {
 
  private:
   explicit Pipeline(std::unique_ptr<Impl> impl);
+  static void process_burst_default_only(const RulesSnapshot& snap, const Frame* frames, size_t n,
+                                         uint64_t now_ns, WorkerCounters& counters,
+                                         Verdict* verdicts);
   std::unique_ptr<Impl> impl_;
 };
 

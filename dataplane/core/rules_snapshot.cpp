@@ -180,6 +180,10 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     cr.rule = &rs[i];
     cr.sharing = ctx.single_writer ? Sharing::single_writer : Sharing::shared;
     cr.hash_fn = flow_hash_fn(rs[i].key);
+    cr.key_mode = rs[i].key;
+    cr.key_prefix_len = rs[i].key_prefix_len;
+    cr.cost_in_packets = rs[i].cost_unit() == CostUnit::packets;
+    cr.overhead_bytes = rs[i].overhead_bytes;
     if (Status s = compile_profile(rs[i], cr.p); !s)
       return make_error("rule \"" + rs[i].name + "\": " + s.error().message);
     for (sl_rate_profile* p : {&cr.p.rate, &cr.p.shaper.rate, &cr.p.meter.committed, &cr.p.meter.peak})
@@ -231,6 +235,7 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
       cr.state = st.get();
       cr.flows = st->flows.get();
       cr.hash_seed = st->hash_seed;
+      cr.hash_keys = flow_hash_keys(st->hash_seed);
       cr.counter_slot = st->counter_slot;
       snap->states.push_back(std::move(st));
     }
@@ -272,6 +277,9 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
            std::clamp<double>(double(rs[i].idle_timeout_ns) / Pipeline::kSweepFraction, 1e6, 1e10)});
     }
   }
+  const ActionKind default_kind = snap->rules.default_action.kind;
+  snap->rules_free_default =
+      rs.empty() && (default_kind == ActionKind::pass || default_kind == ActionKind::drop);
   return snap;
 }
 
