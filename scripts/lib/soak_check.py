@@ -95,8 +95,10 @@ def main():
     if port["rx_packets"] != dp["rx_packets"]:
         fails.append("port rx %d != dataplane rx %d" % (port["rx_packets"], dp["rx_packets"]))
     if sent["packets"] != port["rx_packets"] + port["missed_packets"] + veth_dropped:
-        fails.append("sent %d != rx %d + missed %d + veth dropped %d"
-                     % (sent["packets"], port["rx_packets"], port["missed_packets"], veth_dropped))
+        fails.append("sent %d != rx %d + missed %d + veth dropped %d: %d lost where nothing "
+                     "counts them (net_af_packet's socket rings?)"
+                     % (sent["packets"], port["rx_packets"], port["missed_packets"], veth_dropped,
+                        sent["packets"] - port["rx_packets"] - port["missed_packets"] - veth_dropped))
     if rule_drops == 0 or dp["tx_packets"] == 0:
         fails.append("the rule never dropped or nothing went out: the changes did not bite")
     for r in rules:

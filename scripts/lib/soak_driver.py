@@ -142,7 +142,7 @@ def run_changes(args, deadline, state, violations):
     while True:
         due = t0 + k * CHANGE_PERIOD_S
         now = time.monotonic()
-        if due >= deadline:
+        if due >= deadline or now >= deadline:
             break
         if due > now:
             time.sleep(due - now)
@@ -178,7 +178,7 @@ def run_reads(args, deadline, state, violations):
     while True:
         due = t0 + k * READ_PERIOD_S
         now = time.monotonic()
-        if due >= deadline:
+        if due >= deadline or now >= deadline:
             break
         if due > now:
             time.sleep(due - now)
