@@ -130,7 +130,9 @@ it_wait_exit "$DRV_PID" 60
 cat "$IT_DIR/driver.err" >&2
 it_log "driver done"
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
-ip netns exec "$NS_DP" cat "/sys/class/net/$DP_IF/statistics/rx_dropped" >"$IT_DIR/veth_rx_dropped"
+# What the veth pair dropped (a veth counts a failed forward on the sender's end as tx_dropped).
+echo $(( $(ip netns exec "$NS_DP" cat "/sys/class/net/$DP_IF/statistics/rx_dropped") + \
+  $(ip netns exec "$NS_TX" cat "/sys/class/net/$TX_IF/statistics/tx_dropped") )) >"$IT_DIR/veth_dropped"
 it_log "stopping sluiced (SIGTERM)"
 it_stop "$DP_PID" 60 TERM
 it_log "sluiced stopped"

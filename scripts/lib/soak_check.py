@@ -33,7 +33,7 @@ def main():
     drv = json.load(open(os.path.join(d, "driver.json")))
     rep = json.load(open(os.path.join(d, "report.json")))
     sent = json.loads(open(os.path.join(d, "sender.json")).read().strip().splitlines()[-1])
-    veth_dropped = int(open(os.path.join(d, "veth_rx_dropped")).read())
+    veth_dropped = int(open(os.path.join(d, "veth_dropped")).read())
     samples = [tuple(float(x) for x in l.split()) for l in open(os.path.join(d, "samples.txt")) if l.strip()]
 
     # Resources: ignore the warm-up; the baseline is the first sample at or after its end.
@@ -83,7 +83,7 @@ def main():
     rule_drops = sum(r["dropped_packets"] for r in rules)
     drops = rule_drops + dp["dropped_tx_buffer_full"] + dp["dropped_shaper_full"] + dp["dropped_at_shutdown"]
     port = rep["ports"][0]
-    print("packets: sent %d; port rx %d + missed %d + veth rx_dropped %d; dataplane rx %d = tx %d "
+    print("packets: sent %d; port rx %d + missed %d + veth drops %d; dataplane rx %d = tx %d "
           "+ rule drops %d + tx-buffer-full %d + shaper-full %d + at-shutdown %d"
           % (sent["packets"], port["rx_packets"], port["missed_packets"], veth_dropped,
              dp["rx_packets"], dp["tx_packets"], rule_drops, dp["dropped_tx_buffer_full"],
