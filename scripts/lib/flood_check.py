@@ -5,9 +5,9 @@ The accounting this relies on (dataplane/core/flow_table.cpp, pipeline.cpp): eve
 the keyed rule either finds its flow, or claims a slot (created: an empty slot, within
 capacity; evicted: the LRU flow of its two candidate sets, idle >= min-evict-idle, counted in
 flows_evicted), or gets no slot (the rule's `overflow` action: `pass` here, counted as
-exceeded and passed, never conformed). The rule's burst (100 bytes) admits one 64-byte
-established-flow packet per bucket and never a 128-byte flood packet, and its rate (1 byte/s)
-refills less than a packet over the run. Hence, exactly:
+exceeded and passed, never conformed). The rule's burst (64 bytes) admits one 64-byte
+established-flow packet per bucket and never a 128-byte flood packet, and its rate (1/80
+byte/s) refills less than a packet over the run (64 bytes: 5120 s). Hence, exactly:
   - conformed_packets = established-flow insertions (one conforming packet per bucket made);
   - passed - conformed = packets that got no slot; in the passed capture, flood sources among
     them are flood packets refused a slot;
