@@ -32,20 +32,34 @@ Status ensure_pin_root() {
   return Ok{};
 }
 
+// DIR, then SL_XDP_PIN_ROOT if that left it empty (another interface's pins keep it: rmdir
+// refuses a directory that is not empty, so no check races with another attach).
+Status remove_pin_dir(const std::string& dir) {
+  if (rmdir(dir.c_str()) != 0) return os_error(dir);
+  (void)rmdir(SL_XDP_PIN_ROOT);
+  return Ok{};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<XdpBackend>> XdpBackend::attach(const std::string& iface, AttachMode mode,
                                                        const RuleSet& rules) {
   const int ifindex = int(if_nametoindex(iface.c_str()));
   if (ifindex == 0) return make_error("no such interface: " + iface);
-  if (Status s = ensure_pin_root(); !s) return s.error();
   const std::string dir = std::string(SL_XDP_PIN_ROOT) + "/" + iface;
-  if (mkdir(dir.c_str(), 0700) != 0) {
+  // Twice: another interface's detach may remove the root between its mkdir and ours.
+  int made = -1;
+  for (int attempt = 0; attempt < 2 && made != 0; ++attempt) {
+    if (Status s = ensure_pin_root(); !s) return s.error();
+    made = mkdir(dir.c_str(), 0700);
+    if (made != 0 && errno != ENOENT) break;
+  }
+  if (made != 0) {
     if (errno == EEXIST) return make_error(dir + " exists: sluice is already attached to " + iface);
     return os_error(dir);
   }
   auto fail = [&](const Error& e) -> Result<std::unique_ptr<XdpBackend>> {
-    rmdir(dir.c_str());
+    (void)remove_pin_dir(dir);
     return e;
   };
   auto prog = XdpProgram::load(LoadOptions{});
@@ -109,7 +123,7 @@ Status XdpBackend::detach() {
   Status s = opened_iface_.empty() ? prog_->detach() : detach_opened();
   if (!s && !opened_iface_.empty()) return s;  // someone else's program: leave its pins too
   prog_->unpin_maps(pin_dir_);
-  if (rmdir(pin_dir_.c_str()) != 0 && s.ok()) s = os_error(pin_dir_);
+  if (Status r = remove_pin_dir(pin_dir_); !r && s.ok()) s = r;
   pin_dir_.clear();
   return s;
 }

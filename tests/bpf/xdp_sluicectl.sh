@@ -13,7 +13,7 @@ it_need_bin SLUICECTL SENDER
 A="sl-ca-$IT_ID" B="sl-cb-$IT_ID" RX="xca$IT_ID" TX="xcb$IT_ID"
 it_netns_veth "$RX" "$A" "$TX" "$B"
 # A failed run must not leave its pins behind (the namespaces go, the bpffs pins would not).
-trap 'rc=$?; rm -rf "/sys/fs/bpf/sluice/$RX"; (exit $rc); it_cleanup' EXIT
+trap 'rc=$?; rm -rf "/sys/fs/bpf/sluice/$RX"; rmdir /sys/fs/bpf/sluice 2>/dev/null || true; (exit $rc); it_cleanup' EXIT
 # nsenter --net, not ip netns exec: the latter mounts a private /sys, and with it a private
 # bpffs whose pins vanish when the command ends.
 ctl() { nsenter --net="/run/netns/$A" "$SLUICECTL" "$@"; }
@@ -80,6 +80,9 @@ ctl --xdp "$RX" rule list | grep -q dns || it_fail "config load: no dns"
 
 [ "$(status_of ctl xdp detach "$RX")" = 0 ] || it_fail "xdp detach: $(cat "$IT_DIR/err")"
 [ ! -e "/sys/fs/bpf/sluice/$RX" ] || it_fail "pins left after detach"
+# No empty root left either (another interface's pins, another sluice's, may keep it).
+[ ! -e /sys/fs/bpf/sluice ] || [ -n "$(ls -A /sys/fs/bpf/sluice)" ] ||
+  it_fail "an empty /sys/fs/bpf/sluice left after detach"
 ip -n "$A" link show "$RX" | grep -q "xdp" && it_fail "a program is still attached"
 [ "$(status_of ctl --xdp "$RX" stats)" = 1 ] || it_fail "--xdp after detach: want exit 1"
 it_pass "attach, rule list/show/set/add/del, stats, config save/check/diff/load, detach"
