@@ -2,6 +2,9 @@
 
 #include <net/if.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "rule_edits.hpp"
 #include "rules_loader.hpp"
 #include "xdp_backend.hpp"
@@ -76,10 +79,15 @@ Answer<RulesDiff> XdpCtlBackend::diff_config(const std::string& text,
   return diff_rules(be_->rules(), *next);
 }
 
-Answer<std::vector<FlowRate>> XdpCtlBackend::top_flows(const TopFlowsQuery&) {
-  return Answer<std::vector<FlowRate>>(
-      make_error("flows top is not available on the XDP backend yet (its flows are an LRU "
-                 "table without rates)"));
+// Rates over 250 ms: long enough for a flow at 10 pps to show, short for an operator.
+Answer<std::vector<FlowRate>> XdpCtlBackend::top_flows(const TopFlowsQuery& query) {
+  const bool known_rule =
+      query.rule.empty() || std::any_of(be_->rules().rules.begin(), be_->rules().rules.end(),
+                                        [&](const Rule& r) { return r.name == query.rule; });
+  auto top = be_->top_flows(query, std::chrono::milliseconds(250));
+  if (!top) return Answer<std::vector<FlowRate>>(top.error(),
+                                                 known_rule ? Failure::runtime : Failure::usage);
+  return std::move(*top);
 }
 
 }  // namespace sluice::ctl

@@ -100,6 +100,8 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
     struct sl_bucket fresh = {};
     sl_init_bucket(r, &fresh, now_ns);
     fresh.seq = 2;
+    fresh.packets = 1;
+    fresh.bytes = f->len;
     /* BPF_NOEXIST: of two CPUs creating the flow at once, the first one's state stays */
     bpf_map_update_elem(&sl_flows, &key, &fresh, BPF_NOEXIST);
     return bpf_map_lookup_elem(&sl_flows, &key);
@@ -112,6 +114,8 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
     sl_restart(r, b, now_ns, seq);
   else if (seen != now_ns)
     b->last_seen_ns = now_ns;
+  b->packets += 1;
+  b->bytes += f->len;
   return b;
 }
 

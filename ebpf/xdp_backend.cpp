@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -112,6 +113,21 @@ Status XdpBackend::detach_opened() {
   }
   close(fd);
   return s;
+}
+
+Result<std::vector<FlowRate>> XdpBackend::top_flows(const TopFlowsQuery& query,
+                                                    std::chrono::milliseconds interval) {
+  // An unknown rule is refused before the wait (rank_flows says so the same way).
+  if (Result<std::vector<FlowRate>> r = rank_flows(prog_->rules().rules, prog_->entries(),
+                                                   FlowSample{0, {}}, FlowSample{1, {}}, query);
+      !r)
+    return r;
+  auto before = prog_->sample_flows();
+  if (!before) return before.error();
+  std::this_thread::sleep_for(interval);
+  auto after = prog_->sample_flows();
+  if (!after) return after.error();
+  return rank_flows(prog_->rules().rules, prog_->entries(), *before, *after, query);
 }
 
 XdpBackend::~XdpBackend() {

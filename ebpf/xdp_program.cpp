@@ -302,6 +302,28 @@ Result<WorkerCounters> XdpProgram::counters() const {
   return total;
 }
 
+Result<FlowSample> XdpProgram::sample_flows() const {
+  constexpr uint32_t kBatch = 4096;  // entries per syscall; more than any hash bucket holds
+  FlowSample sample;
+  const int fd = bpf_map__fd(skel_->maps.sl_flows);
+  std::vector<sl_flow_key> keys(kBatch);
+  std::vector<sl_bucket> values(kBatch);
+  uint32_t token = 0;  // an LRU hash's batch position: a bucket index (4 bytes)
+  bool first = true;
+  for (;;) {
+    uint32_t count = kBatch;
+    const int err = bpf_map_lookup_batch(fd, first ? nullptr : &token, &token, keys.data(),
+                                         values.data(), &count, nullptr);
+    if (err && err != -ENOENT) return os_error("reading the XDP flow table", err);
+    for (uint32_t i = 0; i < count; ++i)
+      sample.flows.push_back(FlowCount{keys[i], values[i].packets, values[i].bytes});
+    if (err == -ENOENT) break;  // the end of the table
+    first = false;
+  }
+  sample.now_ns = now_ns();
+  return sample;
+}
+
 Status XdpProgram::attach(int ifindex, AttachMode mode) {
   if (maps_only_) return make_error("no XDP program here: the maps were opened from their pins");
   if (attached_ifindex_ != 0) return make_error("the XDP program is already attached");

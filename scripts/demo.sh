@@ -19,7 +19,8 @@
 #
 # XDP: the same namespaces, traffic and rate change, enforced by the XDP program instead:
 # `sluicectl xdp attach IFACE --config FILE`, `sluicectl --xdp IFACE stats` after each phase,
-# `rule set` while traffic flows, `flows top`, then `sluicectl xdp detach` (nothing pinned).
+# `rule set` while traffic flows, `flows top` (the busiest sources), then `sluicectl xdp
+# detach` (nothing pinned).
 # XDP cannot delay a packet, so the shaping rule of rules-live.yaml is refused (shown), and
 # tenant-a is policed at its rate instead.
 #
@@ -35,7 +36,7 @@ if [[ ${1:-} == --replay || ${1:-} == --xdp ]]; then
   shift
 fi
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-  sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 BUILD=${BUILD:-build}
@@ -249,6 +250,10 @@ echo "== sluicectl rule set dns-per-source --rate 300pps"
 "${CTL[@]}" rule set dns-per-source --rate 300pps
 echo "== sluicectl stats --watch 1 --count 2   (after: ~600 passed/s)"
 "${CTL[@]}" stats --watch 1 --count 2
+if [[ $MODE == xdp ]]; then
+  echo "== sluicectl --xdp $DP_IF flows top 5   (the two floods, at 500/s each)"
+  "${CTL[@]}" flows top 5
+fi
 rm -f "$IT_DIR/quiet"
 wait_senders
 sleep 1.2

@@ -201,6 +201,11 @@ struct sl_bucket {
   sl_u64 w1;                 /* meters: sl_meter_state.e1 */
   sl_u64 last_seen_ns;       /* flows: the last packet's now_ns, for the idle timeout */
   sl_u64 gen;                /* the rule generation whose profiles wrote w0, w1 */
+  /* Flows: the packets and frame bytes charged to it since it was created (its restarts after
+   * an idle time keep them), read twice by `sluicectl flows top` for rates. Plain adds, not
+   * atomic: a ranking tolerates the rare update another CPU's add overwrites. */
+  sl_u64 packets;
+  sl_u64 bytes;
 };
 
 /* Map sl_rules_text, key 0: the running rule set as a rules file (dump_rules_yaml), written
