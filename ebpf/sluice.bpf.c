@@ -92,6 +92,7 @@ static __always_inline void sl_refund_below(const struct sl_xdp_rule *top, __u32
 SEC("xdp")
 int sluice_xdp(struct xdp_md *ctx) {
   __u32 zero = 0, port = 0, slot, bank, base;
+  struct sl_slot_counters *cnt;
   struct sl_xdp_config *cfg = bpf_map_lookup_elem(&sl_config, &zero);
   struct sl_xdp_bank *bk;
   struct sl_frame f = {};
@@ -122,15 +123,16 @@ int sluice_xdp(struct xdp_md *ctx) {
     rule = sl_classify_frame(&f, port, bank, bk->field_mask);
   }
   if (rule < 0 || (__u32)rule >= bk->rule_count || (__u32)rule >= SL_XDP_MAX_RULES) {
-    sl_count(SL_XDP_DEFAULT_SLOT, SL_OUTCOME_MATCHED, f.len);
-    if (!ok) sl_count(SL_XDP_DEFAULT_SLOT, SL_OUTCOME_MALFORMED, f.len);
-    return sl_act(ctx, bk->default_action, SL_XDP_DEFAULT_SLOT, &f, ok);
+    cnt = sl_counters_of(SL_XDP_DEFAULT_SLOT);
+    sl_add(cnt, SL_OUTCOME_MATCHED, f.len);
+    if (!ok) sl_add(cnt, SL_OUTCOME_MALFORMED, f.len);
+    return sl_act(ctx, bk->default_action, cnt, &f, ok);
   }
   slot = base + (__u32)rule;
   top = bpf_map_lookup_elem(&sl_rules, &slot);
   if (!top) return XDP_PASS;
-  slot = top->state; /* counters belong to the rule's state slot */
-  sl_count(slot, SL_OUTCOME_MATCHED, f.len);
+  cnt = sl_counters_of(top->state); /* counters belong to the rule's state slot */
+  sl_add(cnt, SL_OUTCOME_MATCHED, f.len);
   /* Charge the rule, then each parent; a refusal anywhere gives back what was taken below
    * it, so a refused packet charges nothing. A meter decides and acts where it stands. */
   for (int level = 0; level < SL_XDP_MAX_CHAIN; ++level) {
@@ -145,19 +147,19 @@ int sluice_xdp(struct xdp_md *ctx) {
     if (res == SL_CHARGE_CONFORMED) continue;
     if (res >= SL_CHARGE_GREEN) {
       int colour = res - SL_CHARGE_GREEN;
-      sl_count(slot, colour == SL_GREEN    ? SL_OUTCOME_GREEN
-                     : colour == SL_YELLOW ? SL_OUTCOME_YELLOW
-                                           : SL_OUTCOME_RED,
-               f.len);
-      sl_count(slot, colour == SL_GREEN ? SL_OUTCOME_CONFORMED : SL_OUTCOME_EXCEEDED, f.len);
+      sl_add(cnt, colour == SL_GREEN    ? SL_OUTCOME_GREEN
+                  : colour == SL_YELLOW ? SL_OUTCOME_YELLOW
+                                        : SL_OUTCOME_RED,
+             f.len);
+      sl_add(cnt, colour == SL_GREEN ? SL_OUTCOME_CONFORMED : SL_OUTCOME_EXCEEDED, f.len);
       return sl_act(ctx, colour == SL_GREEN ? r->green : colour == SL_YELLOW ? r->yellow : r->red,
-                    slot, &f, 1);
+                    cnt, &f, 1);
     }
     sl_refund_below(top, base, &f, level, now_ns);
-    sl_count(slot, SL_OUTCOME_EXCEEDED, f.len);
-    return sl_act(ctx, res == SL_CHARGE_NO_SLOT ? r->overflow : r->action, slot, &f, 1);
+    sl_add(cnt, SL_OUTCOME_EXCEEDED, f.len);
+    return sl_act(ctx, res == SL_CHARGE_NO_SLOT ? r->overflow : r->action, cnt, &f, 1);
   }
-  sl_count(slot, SL_OUTCOME_CONFORMED, f.len);
-  sl_count(slot, SL_OUTCOME_PASSED, f.len);
+  sl_add(cnt, SL_OUTCOME_CONFORMED, f.len);
+  sl_add(cnt, SL_OUTCOME_PASSED, f.len);
   return XDP_PASS;
 }

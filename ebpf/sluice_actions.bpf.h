@@ -44,17 +44,18 @@ static __always_inline int sl_mark_dscp(struct xdp_md *ctx, const struct sl_fram
   return 0;
 }
 
-static __always_inline int sl_act(struct xdp_md *ctx, struct sl_action_entry a, __u32 slot,
-                                  const struct sl_frame *f, int parsed_ok) {
+static __always_inline int sl_act(struct xdp_md *ctx, struct sl_action_entry a,
+                                  struct sl_slot_counters *cnt, const struct sl_frame *f,
+                                  int parsed_ok) {
   if (a.kind == SL_ACT_DROP) {
-    sl_count(slot, SL_OUTCOME_DROPPED, f->len);
+    sl_add(cnt, SL_OUTCOME_DROPPED, f->len);
     return XDP_DROP;
   }
   if (a.kind == SL_ACT_MARK_DSCP && parsed_ok && sl_mark_dscp(ctx, f, a.dscp)) {
-    sl_count(slot, SL_OUTCOME_MARKED, f->len);
+    sl_add(cnt, SL_OUTCOME_MARKED, f->len);
     return XDP_PASS;
   }
-  sl_count(slot, SL_OUTCOME_PASSED, f->len);
+  sl_add(cnt, SL_OUTCOME_PASSED, f->len);
   return XDP_PASS;
 }
 

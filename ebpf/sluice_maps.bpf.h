@@ -77,7 +77,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, SL_XDP_COUNTER_SLOTS);
   __type(key, __u32);
-  __type(value, struct sl_counter);
+  __type(value, struct sl_slot_counters);
 } sl_counters SEC(".maps");
 
 #endif /* SLUICE_EBPF_SLUICE_MAPS_BPF_H */
