@@ -75,6 +75,22 @@ std::string format_flow_key(const sl_flow_key& key) {
   }
 }
 
+std::vector<uint64_t> active_flows(const std::vector<sl_xdp_rule>& entries,
+                                   const FlowSample& sample) {
+  std::unordered_map<uint32_t, size_t> rule_of_slot;
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].key_mode != SL_KEY_NONE) rule_of_slot[entries[i].state] = i;
+  std::vector<uint64_t> active(entries.size(), 0);
+  for (const FlowCount& f : sample.flows) {
+    const auto rule = rule_of_slot.find(f.key.state);
+    if (rule == rule_of_slot.end()) continue;
+    // the program's rule: idle iff now - last_seen > idle timeout (signed: a clock step back)
+    if (int64_t(sample.now_ns - f.last_seen_ns) <= int64_t(entries[rule->second].idle_timeout_ns))
+      ++active[rule->second];
+  }
+  return active;
+}
+
 Result<std::vector<FlowRate>> rank_flows(const std::vector<Rule>& rules,
                                          const std::vector<sl_xdp_rule>& entries,
                                          const FlowSample& before, const FlowSample& after,

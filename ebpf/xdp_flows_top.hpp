@@ -18,6 +18,7 @@ struct FlowCount {
   sl_flow_key key;
   uint64_t packets = 0;
   uint64_t bytes = 0;
+  uint64_t last_seen_ns = 0;
 };
 
 // The flow table at one time: every flow's counts, and the program's clock when read.
@@ -35,6 +36,12 @@ std::string format_flow_key(const sl_flow_key& key);
 // only `query.rule`'s when it names one; ties in key order. A flow new since `before` counts
 // from zero; one idle over the interval is not listed. Refused: an unknown rule name, or no
 // time between the samples.
+// Per rule (`entries[i]`), its flows in `sample` not idle past the rule's idle timeout: the
+// flows the core would still hold (it frees idle ones in a sweep; here they linger in the LRU
+// table until evicted, and restart full at their next packet).
+std::vector<uint64_t> active_flows(const std::vector<sl_xdp_rule>& entries,
+                                   const FlowSample& sample);
+
 Result<std::vector<FlowRate>> rank_flows(const std::vector<Rule>& rules,
                                          const std::vector<sl_xdp_rule>& entries,
                                          const FlowSample& before, const FlowSample& after,

@@ -311,7 +311,8 @@ Result<FlowSample> XdpProgram::sample_flows() const {
                                          values.data(), &count, nullptr);
     if (err && err != -ENOENT) return os_error("reading the XDP flow table", err);
     for (uint32_t i = 0; i < count; ++i)
-      sample.flows.push_back(FlowCount{keys[i], values[i].packets, values[i].bytes});
+      sample.flows.push_back(
+          FlowCount{keys[i], values[i].packets, values[i].bytes, values[i].last_seen_ns});
     if (err == -ENOENT) break;  // the end of the table
     first = false;
   }

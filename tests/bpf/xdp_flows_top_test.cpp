@@ -135,6 +135,23 @@ TEST_F(XdpFlowsTop, CountsEveryPacketChargedIncludingRefusedOnes) {
   EXPECT_DOUBLE_EQ(t[0].packets_per_sec, 40);
 }
 
+// stats' active flows: a rule's flows in the table not idle past its idle timeout (60 s).
+TEST_F(XdpFlowsTop, ActiveFlowsAreTheOnesNotIdlePastTheTimeout) {
+  send(dns_from("10.0.0.1"), 1, kT0);
+  send(dns_from("10.0.0.2"), 1, kT0);
+  const Bytes tcp = PacketBuilder().ipv4("10.0.0.1", "10.0.0.2").tcp(40000, 80).build();
+  send(tcp, 1, kT0);
+  std::vector<uint64_t> active = xdp::active_flows(prog_->entries(), sample_at(kT0 + kSecond));
+  ASSERT_EQ(active.size(), 3u);
+  EXPECT_EQ(active[0], 2u);  // dns: 10.0.0.1, 10.0.0.2
+  EXPECT_EQ(active[1], 1u);  // web
+  EXPECT_EQ(active[2], 0u);  // all-udp is an aggregate: no flows
+  send(dns_from("10.0.0.3"), 1, kT0 + 30 * kSecond);
+  active = xdp::active_flows(prog_->entries(), sample_at(kT0 + 61 * kSecond));
+  EXPECT_EQ(active[0], 1u);  // only 10.0.0.3 seen within the last 60 s
+  EXPECT_EQ(active[1], 0u);
+}
+
 TEST_F(XdpFlowsTop, AnUnknownRuleOrNoIntervalIsRefused) {
   const xdp::FlowSample a = sample_at(kT0);
   TopFlowsQuery q;
