@@ -67,7 +67,7 @@ struct FixedWindowKind {
   }
   static constexpr auto init = sl_fixed_window_init;
   static constexpr auto charge = fixed_window_charge;
-  static constexpr auto charge_burst = fixed_window_charge_burst;
+  [[maybe_unused]] static constexpr auto charge_burst = fixed_window_charge_burst;
 };
 
 struct SlidingWindowKind {
@@ -76,7 +76,7 @@ struct SlidingWindowKind {
   }
   static constexpr auto init = sl_sliding_window_init;
   static constexpr auto charge = sliding_window_charge;
-  static constexpr auto charge_burst = sliding_window_charge_burst;
+  [[maybe_unused]] static constexpr auto charge_burst = sliding_window_charge_burst;
 };
 
 template <class Kind, Sharing S>
@@ -127,7 +127,7 @@ struct TrtcmKind {
   }
   static constexpr auto init = sl_trtcm_init;
   static constexpr auto charge = trtcm_charge;
-  static constexpr auto charge_burst = trtcm_charge_burst;
+  [[maybe_unused]] static constexpr auto charge_burst = trtcm_charge_burst;
 };
 
 template <class Kind, Sharing S>

@@ -6,31 +6,105 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <memory>
 
 namespace sluice {
 
 namespace {
 
-// "--name=value" / "--name value" options, parsed by CLI11: `known` lists the names that
-// take a value, `flags` those that take none ("--help" / "-h" always is one). The values are
-// validated by the callers, which know each one's range and say it in their messages.
+// Which command shape an option belongs to.
+enum ModeBits : unsigned { kLive = 1, kReplay = 2 };
+
+// One table of sluiced's own options: the parsers of both modes and --help are made from it.
+// `value` names what the option takes (nullptr: a flag); `help` is one paragraph, wrapped by
+// wrap() below.
+struct OptionSpec {
+  const char* name;
+  const char* value;
+  unsigned modes;
+  std::string help;
+};
+
+const std::vector<OptionSpec>& option_table() {
+  static const std::vector<OptionSpec> table = {
+      {"config", "RULES.yaml", kLive | kReplay, "the rules file (sluice-rules(5)); required"},
+      {"report", "REPORT.json", kLive | kReplay,
+       "the counters as JSON (SPEC §5): live, written at shutdown if given; replay: required"},
+      {"stats-interval", "S", kLive, "prints the counters table every S seconds (0.001-86400)"},
+      {"flows", "N", kLive,
+       "flow capacity of each keyed rule without max-flows (default 65536; 32 bytes per flow, "
+       "48 for meters, allocated at start)"},
+      {"mbufs", "N", kLive,
+       "the packet-buffer pool (default: what the descriptor rings, TX buffers, shaper and "
+       "caches need, ~8k mbufs of ~2.3 KiB of EAL memory); give more for devices that hold "
+       "many (net_pcap infinite_rx=1 keeps the whole trace). At least that need, at most " +
+           std::to_string(kMaxMbufs)},
+      {"burst", "N", kLive,
+       "packets per RX burst (1-" + std::to_string(kMaxCliBurst) +
+           ", default 32): a burst is classified and its flow-table lines fetched before any "
+           "of it is charged, so larger bursts hide more memory latency with many flows, at "
+           "some latency per packet"},
+      {"control", "SOCK", kLive,
+       "serves sluicectl on a Unix socket (mode 0600; its directory is made if missing): "
+       "`sluicectl --socket SOCK stats`, `rule list`, ..."},
+      {"metrics", "HOST:PORT", kLive,
+       "serves the counters for Prometheus at http://HOST:PORT/metrics (PORT 0: a free "
+       "port, logged)"},
+      {"replay", "IN.pcap", kReplay,
+       "the trace to run, each packet's capture time as the clock; required"},
+      {"out", "OUT.pcap", kReplay,
+       "the packets that left (shaped ones carry their departure time); required"},
+      {"hash-seed", "N", kReplay,
+       "fixes the flow-table hash (default: random per run), making OUT.pcap and REPORT.json "
+       "reproducible"},
+      {"stats", nullptr, kReplay, "also prints the per-rule counters as a table on stdout"},
+  };
+  return table;
+}
+
+// Words of `text` in lines of at most `width` characters, joined by "\n" (CLI11 indents each
+// line of a description to its column).
+std::string wrap(const std::string& text, size_t width) {
+  std::string out, line, word;
+  auto flush_word = [&] {
+    if (word.empty()) return;
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += (out.empty() ? "" : "\n") + line;
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    word.clear();
+  };
+  for (char c : text) {
+    if (c == ' ') flush_word();
+    else word += c;
+  }
+  flush_word();
+  if (!line.empty()) out += (out.empty() ? "" : "\n") + line;
+  return out;
+}
+
+// "--name=value" / "--name value" options of one mode, parsed by CLI11 from the table. The
+// values are validated by the callers, which know each one's range and say it in their
+// messages.
 struct OptionList {
   std::map<std::string, std::string> values;
   std::map<std::string, bool> flags;
   bool help = false;
 };
 
-Result<OptionList> parse_options(const std::vector<std::string>& args,
-                                 const std::vector<std::string>& known,
-                                 const std::vector<std::string>& flags = {}) {
+Result<OptionList> parse_options(const std::vector<std::string>& args, unsigned mode) {
   OptionList out;
   CLI::App app;
   app.set_help_flag();  // ours below: help is a mode, not an exit from inside the parser
   app.add_flag("-h,--help", out.help);
   std::map<std::string, CLI::Option*> options;
-  for (const std::string& k : known) options[k] = app.add_option("--" + k, out.values[k]);
   std::map<std::string, bool> flag_values;
-  for (const std::string& f : flags) app.add_flag("--" + f, flag_values[f]);
+  for (const OptionSpec& o : option_table()) {
+    if ((o.modes & mode) == 0) continue;
+    if (o.value) options[o.name] = app.add_option(std::string("--") + o.name, out.values[o.name]);
+    else app.add_flag(std::string("--") + o.name, flag_values[o.name]);
+  }
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11 takes them reversed
   } catch (const CLI::ArgumentMismatch& e) {
@@ -83,7 +157,7 @@ constexpr size_t kMaxSocketPathBytes = sizeof(sockaddr_un::sun_path) - 1;
 constexpr uint64_t kMaxFlows = uint64_t{1} << 32;
 
 Result<CliArgs> parse_replay(const std::vector<std::string>& args) {
-  auto opts = parse_options(args, {"replay", "out", "report", "config", "hash-seed"}, {"stats"});
+  auto opts = parse_options(args, kReplay);
   if (!opts) return opts.error();
   CliArgs cli;
   if (opts->help) {
@@ -133,8 +207,7 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
     i = 0;
   }
   std::vector<std::string> ours(args.begin() + long(i), args.end());
-  auto opts = parse_options(ours, {"config", "control", "metrics", "report", "stats-interval",
-                                   "flows", "mbufs", "burst"});
+  auto opts = parse_options(ours, kLive);
   if (!opts) return opts.error();
   if (opts->help) {
     cli.mode = RunMode::help;
@@ -190,37 +263,58 @@ Result<CliArgs> parse_cli_args(int argc, const char* const* argv) {
   return parse_live(args, program);
 }
 
+namespace {
+
+// CLI11's help with our usage lines (two command shapes) in place of its one-line usage.
+class SluicedFormatter final : public CLI::Formatter {
+ public:
+  std::string make_description(const CLI::App*) const override { return ""; }
+  std::string make_usage(const CLI::App*, std::string program) const override {
+    return "usage:\n"
+           "  " + program + " [EAL args] -- --config RULES.yaml [LIVE OPTIONS]\n"
+           "      the DPDK dataplane: forwards between port pairs 0<->1, 2<->3, ... (or back\n"
+           "      out of the only port), one worker per lcore except the main one, until\n"
+           "      SIGINT or SIGTERM; then prints the counters and writes --report.\n"
+           "      EAL args e.g.: -l 0,1 --no-pci --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
+           "  " + program + " --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml\n"
+           "          [--hash-seed N] [--stats]\n"
+           "      deterministic offline run of the same code with each packet's capture time\n"
+           "      as the clock; needs no NIC, no hugepages, no root.\n";
+  }
+};
+
+}  // namespace
+
 std::string usage_text(const std::string& program) {
-  return "usage:\n"
-         "  " + program + " [EAL args] -- --config RULES.yaml [--report REPORT.json]\n"
-         "          [--stats-interval S] [--flows N] [--mbufs N] [--burst N] [--control SOCK]\n"
-         "          [--metrics HOST:PORT]\n"
-         "      the DPDK dataplane: forwards between port pairs 0<->1, 2<->3, ... (or back out\n"
-         "      of the only port), one worker per lcore except the main one, until SIGINT or\n"
-         "      SIGTERM; then prints the counters and writes --report. --stats-interval prints\n"
-         "      the counters table every S seconds; --flows sets the flow capacity of each keyed\n"
-         "      rule without max-flows (default 65536; 32 bytes per flow, 48 for meters,\n"
-         "      allocated at start).\n"
-         "      --mbufs sets the packet-buffer pool (default: what the descriptor rings, TX\n"
-         "      buffers, shaper and caches need, ~8k mbufs of ~2.3 KiB of EAL memory); give\n"
-         "      more for devices that hold many (net_pcap infinite_rx=1 keeps the whole\n"
-         "      trace). At least that need, at most " + std::to_string(kMaxMbufs) + ".\n"
-         "      --burst sets the packets per RX burst (1-64, default 32): a burst is classified\n"
-         "      and its flow-table lines fetched before any of it is charged, so larger bursts\n"
-         "      hide more memory latency with many flows, at some latency per packet.\n"
-         "      --control SOCK serves sluicectl on a Unix socket (mode 0600; its directory is\n"
-         "      made if missing): `sluicectl --socket SOCK stats`, `rule list`, ...\n"
-         "      --metrics HOST:PORT serves the counters for Prometheus at http://HOST:PORT/metrics\n"
-         "      (PORT 0: a free port, logged).\n"
-         "      EAL args e.g.: -l 0,1 --no-pci --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
-         "  " + program + " --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml\n"
-         "          [--hash-seed N] [--stats]\n"
-         "      deterministic offline run with each packet's capture time as the clock;\n"
-         "      OUT.pcap gets the packets that left (shaped ones carry their departure time),\n"
-         "      REPORT.json the counters. --hash-seed fixes the flow-table hash (default:\n"
-         "      random per run), making OUT.pcap and REPORT.json reproducible. --stats\n"
-         "      also prints the per-rule counters as a table on stdout.\n"
-         "exit status: 0 success, 1 runtime failure, 2 bad usage or invalid input\n";
+  constexpr size_t kNameColumn = 26;
+  constexpr size_t kDescriptionWidth = 80 - kNameColumn;
+  CLI::App app("", program);
+  auto formatter = std::make_shared<SluicedFormatter>();
+  formatter->column_width(kNameColumn);
+  app.formatter(formatter);
+  app.set_help_flag("-h,--help", "prints this help");
+  app.get_help_ptr()->group("Both modes");
+  // Placeholders only: this App prints help and never parses.
+  std::map<std::string, std::string> values;
+  std::map<std::string, bool> flags;
+  for (unsigned group : {kLive | kReplay, unsigned(kLive), unsigned(kReplay)}) {
+    const char* title = group == (kLive | kReplay) ? "Both modes"
+                        : group == kLive           ? "Live mode (after --)"
+                                                   : "Replay mode (--replay)";
+    for (const OptionSpec& o : option_table()) {
+      if (o.modes != group) continue;
+      const std::string name = std::string("--") + o.name;
+      CLI::Option* opt = o.value ? app.add_option(name, values[o.name], wrap(o.help, kDescriptionWidth))
+                                       ->type_name(o.value)
+                                 : app.add_flag(name, flags[o.name], wrap(o.help, kDescriptionWidth));
+      opt->group(title);
+    }
+  }
+  app.footer("exit status: 0 success, 1 runtime failure, 2 bad usage or invalid input");
+  std::string text = app.help();  // "": the App's own name, the program
+  // CLI11 ends each group with a blank line and starts the next with one: keep one.
+  for (size_t at; (at = text.find("\n\n\n")) != std::string::npos;) text.erase(at, 1);
+  return text;
 }
 
 }  // namespace sluice

@@ -44,6 +44,7 @@ constexpr uint64_t kMaxMbufs = (uint64_t{1} << 30) - 1;
 // Errors are usage errors (exit 2); the message says which option was wrong.
 Result<CliArgs> parse_cli_args(int argc, const char* const* argv);
 
+// --help: CLI11's help made from the same option table the parsers use (one row per option).
 std::string usage_text(const std::string& program);
 
 }  // namespace sluice

@@ -5,6 +5,7 @@
 #   scripts/bench.sh dataplane [--repetitions N] [--write] [-- BENCH_DATAPLANE_OPTIONS...]
 #   scripts/bench.sh rules [--repetitions N] [--write]
 #   scripts/bench.sh xdp [--write]
+#   scripts/bench.sh control [--write]
 #
 # core: Google Benchmark (build-bench/bench/sluice-bench-core) of one decision of every core
 #   algorithm, on 1 thread and with 2 threads charging one shared bucket, beside a
@@ -22,6 +23,11 @@
 #   time per packet and max RSS (/usr/bin/time -v), and the RSS of a 10-packet run (start-up).
 # xdp: the XDP backend: scripts/bench_xdp.sh (see its header: root; BPF_PROG_TEST_RUN at 1,
 #   1k and 1M flows beside XDP_PASS and a naive hash-map token bucket, then live on veth).
+# control: rules changed through sluiced's control socket while 2 workers forward:
+#   scripts/bench_control.sh (see its header: root, hugepages; 1-2 min): rule changes/s
+#   (single rule.set and batched config.load of 1,000 rules), request-to-reply latency, and
+#   the forwarding rate during each storm against windows without changes. Its options go in
+#   BENCH_CONTROL_OPTIONS (e.g. "--quick").
 # --write: also replaces the generated section of docs/BENCHMARKS.md (between its
 #   "bench:MODE" markers) with the tables, the exact command and the machine.
 #
@@ -333,6 +339,14 @@ mode_dataplane() {
 mode_xdp() {
   bench_wait_for_quiet bench
   BUILD=$BUILD scripts/bench_xdp.sh
+}
+
+# ------------------------------------------------------------------------------ control
+
+mode_control() {
+  bench_wait_for_quiet bench
+  # shellcheck disable=SC2086 # options, word-split on purpose
+  BUILD=$BUILD scripts/bench_control.sh ${BENCH_CONTROL_OPTIONS:-}
 }
 
 # Replaces the lines between "<!-- bench:MODE:begin -->" and "<!-- bench:MODE:end -->".

@@ -31,7 +31,7 @@ setup_build() {
 run_tests() {
   local label=$1 dir=$2
   shift 2
-  local log
+  local log t0=$SECONDS
   log=$(mktemp)
   echo "=== $label ==="
   meson test -C "$dir" --print-errorlogs "$@" 2>&1 | tee "$log"
@@ -46,7 +46,7 @@ run_tests() {
   passed=$((passed + ok))
   failed=$((failed + fail + timeout))
   skipped=$((skipped + skip))
-  summaries+=("$label: $ok passed, $((fail + timeout)) failed, $skip skipped")
+  summaries+=("$label: $ok passed, $((fail + timeout)) failed, $skip skipped ($((SECONDS - t0)) s)")
   rm -f "$log"
 }
 
@@ -55,11 +55,13 @@ build() {
   local label=$1 dir=$2
   shift 2
   echo "=== build: $label ==="
+  local t0=$SECONDS
   if ! ninja -C "$dir" "$@"; then
     failed=$((failed + 1))
     summaries+=("$label: BUILD FAILED")
     return 1
   fi
+  summaries+=("build $label: $((SECONDS - t0)) s")
 }
 
 setup_build build --buildtype=debugoptimized
@@ -75,7 +77,9 @@ setup_build build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lund
 # less the two whose assertions need more packets per second than an -O0 ASan build moves
 # (docs/SANITIZERS.md): TwoLcores.AggregateAdmitsAtMostBurstPlusRateTimesTime, vhost_virtio.
 if build "ASan+UBSan" build-asan; then
-  GTEST_FILTER=-TwoLcores.AggregateAdmitsAtMostBurstPlusRateTimesTime run_tests "ASan+UBSan" \
+  # 2,000 rather than 10,000 live rule changes: the same paths, a fifth of the -O0 time.
+  SLUICE_CHANGES=2000 GTEST_FILTER=-TwoLcores.AggregateAdmitsAtMostBurstPlusRateTimesTime \
+    run_tests "ASan+UBSan" \
     build-asan --suite unit --suite e2e --suite dpdk --timeout-multiplier 4
   run_tests "ASan+UBSan integration" build-asan --timeout-multiplier 4 pcap_vs_replay \
     af_xdp_rate af_xdp_mbufs two_lcores_aggregate operator_reads
@@ -93,35 +97,43 @@ build "TSan" build-tsan "${tsan_suites[@]/#/tests/test_}" &&
     --wrapper "setarch $(uname -m) -R" "${tsan_suites[@]}"
 
 echo "=== Debian package ==="
+t0=$SECONDS
 if deb=$(scripts/package.sh build-deb | tail -1) && tests/install/package_check.sh "$deb"; then
   passed=$((passed + 1))
-  summaries+=("Debian package: 1 passed, 0 failed, 0 skipped")
+  summaries+=("Debian package: 1 passed, 0 failed, 0 skipped ($((SECONDS - t0)) s)")
 else
   failed=$((failed + 1))
   summaries+=("Debian package: 0 passed, 1 failed, 0 skipped")
 fi
 # Every fuzz target for FUZZ_SECONDS (30 s) from its seeds: one test each, passed if it
-# found no crash (scripts/fuzz.sh; a crashing input is kept in build-fuzz/artifacts/).
+# found no crash (scripts/fuzz.sh; a crashing input is kept in build-fuzz/artifacts/). Built
+# first, then run two at a time: one per core of the 2-core CI machine.
 echo "=== fuzz (${FUZZ_SECONDS:-30} s per target) ==="
+t0=$SECONDS
 fuzz_ok=0 fuzz_fail=0
+fuzz_logs=$(mktemp -d)
+if scripts/fuzz.sh --build; then
+  scripts/fuzz.sh --list | xargs -P 2 -I{} sh -c \
+    'scripts/fuzz.sh {} "${FUZZ_SECONDS:-30}" >"$1/{}.log" 2>&1; echo $? >"$1/{}.rc"' _ "$fuzz_logs"
+fi
 for target in $(scripts/fuzz.sh --list); do
-  log=$(mktemp)
-  if scripts/fuzz.sh "$target" "${FUZZ_SECONDS:-30}" >"$log" 2>&1; then
+  if [ "$(cat "$fuzz_logs/$target.rc" 2>/dev/null)" = 0 ]; then
     fuzz_ok=$((fuzz_ok + 1))
-    grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$log" | sed "s/^/$target: /"
+    grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$fuzz_logs/$target.log" |
+      sed "s/^/$target: /"
   else
     fuzz_fail=$((fuzz_fail + 1))
     echo "fuzz $target FAILED:"
-    tail -40 "$log"
+    tail -40 "$fuzz_logs/$target.log" 2>/dev/null
   fi
-  rm -f "$log"
 done
+rm -rf "$fuzz_logs"
 passed=$((passed + fuzz_ok))
 failed=$((failed + fuzz_fail))
-summaries+=("fuzz: $fuzz_ok passed, $fuzz_fail failed, 0 skipped")
+summaries+=("fuzz: $fuzz_ok passed, $fuzz_fail failed, 0 skipped ($((SECONDS - t0)) s)")
 
 echo
-echo "=== summary ==="
+echo "=== summary (total $((SECONDS / 60)) min $((SECONDS % 60)) s) ==="
 for s in "${summaries[@]}"; do echo "$s"; done
 if ((skipped > 0)); then
   echo "$passed passed, $failed failed, $skipped skipped"

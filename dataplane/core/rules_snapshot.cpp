@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -162,7 +163,12 @@ Status compile_profile(const Rule& r, RuleProfiles& p) {
 Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     RuleSet rules, const RulesSnapshot* prev, SnapshotContext& ctx,
     std::vector<std::shared_ptr<RetiredRule>>* retired) {
-  auto snap = std::make_unique<RulesSnapshot>(std::move(rules));
+  const bool same_matches =
+      prev != nullptr && prev->rules.rules.size() == rules.rules.size() &&
+      std::equal(rules.rules.begin(), rules.rules.end(), prev->rules.rules.begin(),
+                 [](const Rule& a, const Rule& b) { return a.match == b.match; });
+  auto snap = same_matches ? std::make_unique<RulesSnapshot>(std::move(rules), prev->classifier)
+                           : std::make_unique<RulesSnapshot>(std::move(rules));
   const auto& rs = snap->rules.rules;
   const PipelineOptions& opts = *ctx.opts;
   if (opts.stale_read_tolerance_ns > kMaxDelayNs)
@@ -251,12 +257,13 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
 
   snap->default_slot = ctx.default_slot;
   snap->counter_slots = ctx.slots->high_water();
+  std::vector<bool> is_parent(rs.size(), false);  // one pass, not one per rule (n^2 at 10k rules)
+  for (const Rule& r : rs)
+    if (r.parent_index >= 0 && size_t(r.parent_index) < rs.size()) is_parent[size_t(r.parent_index)] = true;
   for (size_t i = 0; i < rs.size(); ++i) {
     CompiledRule& cr = snap->compiled[i];
-    const bool is_parent = std::any_of(rs.begin(), rs.end(),
-                                       [&](const Rule& r) { return r.parent_index == int(i); });
     cr.lone_policer = cr.chain_len == 1 && is_policer(rs[i].algorithm);
-    cr.burstable = cr.lone_policer && !cr.flows && !is_parent;
+    cr.burstable = cr.lone_policer && !cr.flows && !is_parent[i];
     snap->any_burstable = snap->any_burstable || cr.burstable;
     if (cr.flows) {
       snap->keyed.push_back(cr.flows);
@@ -333,8 +340,15 @@ void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns) {
     return;
   }
   // Another worker converts: a table sweep at most; charging before it ends would read words
-  // of the old profile with the new one.
-  while (snap.conversion_state.load(std::memory_order_acquire) != 2) std::this_thread::yield();
+  // of the old profile with the new one. Yield first (a worker alone on its CPU gets it back
+  // at once), then sleep: a thread that shares its CPU with a busy-polling worker (the
+  // control thread on 2 CPUs) is not scheduled again for a whole time slice after a yield,
+  // but a sleeper that wakes preempts the poller.
+  constexpr int kYields = 64;
+  for (int i = 0; snap.conversion_state.load(std::memory_order_acquire) != 2; ++i) {
+    if (i < kYields) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(10));
+  }
 }
 
 void adopt_counters(const RulesSnapshot& snap, WorkerCounters& c) {

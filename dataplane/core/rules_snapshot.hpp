@@ -153,6 +153,12 @@ struct RulesSnapshot {
   std::vector<Sweep> sweeps;
 
   explicit RulesSnapshot(RuleSet r) : rules(std::move(r)), classifier(rules.rules) {}
+  // With the classifier of a snapshot whose rules had the same matches in the same order
+  // (it depends on nothing else): a change of rates or actions compiles no match table.
+  // The copy keeps the original's id, so the per-thread caches of results (keyed by it) stay
+  // right: both answer every frame alike.
+  RulesSnapshot(RuleSet r, const Classifier& same_matches)
+      : rules(std::move(r)), classifier(same_matches) {}
 };
 
 }  // namespace sluice

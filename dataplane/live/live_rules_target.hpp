@@ -3,7 +3,9 @@
 // RCU) at the workers' clock; once the dataplane stops, changes are refused.
 #pragma once
 
+#include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "dataplane.hpp"
 #include "pipeline.hpp"
@@ -24,9 +26,19 @@ class LiveRulesTarget final : public RulesTarget {
   Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) override;
 
   // From now on apply() refuses (before the dataplane stops: its counters are final then).
+  // Logs how long the applied changes took to reach every worker (by the workers' clocks).
   void stop_changes();
 
  private:
+  // How the snapshot applied last spread (Pipeline::swap_visibility), once it is replaced.
+  void record_visibility();
+  struct Visibility {
+    uint32_t workers_entered = 0;
+    uint64_t after_ns = 0;
+  };
+  static constexpr size_t kVisibilityKept = size_t{1} << 20;
+  std::vector<Visibility> visibility_;  // one per applied change, the first kVisibilityKept
+  uint64_t applied_generation_ = 0;     // 0: none applied here yet
   Pipeline& pipeline_;
   std::mutex mu_;
   const Dataplane* dataplane_;  // null once stopped

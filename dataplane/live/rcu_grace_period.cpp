@@ -4,7 +4,7 @@
 #include <rte_errno.h>
 #include <rte_pause.h>
 #include <rte_malloc.h>
-#include <sched.h>
+#include <time.h>
 
 #include <string>
 
@@ -37,15 +37,22 @@ RcuGracePeriod::~RcuGracePeriod() {
 void RcuGracePeriod::wait() {
   // rte_rcu_qsbr_synchronize() with a bounded busy wait: start a grace period, check it
   // spinning for kSpinUs (workers on their own CPUs report within a burst loop, ~1-10 us),
-  // then give the CPU away between checks: where the control thread shares a CPU with a
-  // worker (2 workers on 2 CPUs), spinning would keep the very worker it waits for off that
-  // CPU for a whole time slice.
+  // then sleep kSleepNs between checks. Where the control thread shares a CPU with a
+  // busy-polling worker (2 workers on 2 CPUs), spinning would keep the very worker it waits
+  // for off that CPU, and sched_yield() is no better: the scheduler (CFS, EEVDF) lets the
+  // poller run out its whole slice (ms) before the yielder comes back. A sleeper that wakes
+  // preempts the poller instead, so the wait ends within a sleep of the last report.
   constexpr uint64_t kSpinUs = 50;
+  constexpr long kSleepNs = 10'000;
   const uint64_t token = rte_rcu_qsbr_start(v_);
   const uint64_t spin_until = rte_get_timer_cycles() + rte_get_timer_hz() * kSpinUs / 1'000'000;
   while (rte_rcu_qsbr_check(v_, token, false) == 0) {
-    if (rte_get_timer_cycles() < spin_until) rte_pause();
-    else sched_yield();
+    if (rte_get_timer_cycles() < spin_until) {
+      rte_pause();
+    } else {
+      const timespec nap{0, kSleepNs};
+      nanosleep(&nap, nullptr);
+    }
   }
 }
 

@@ -42,8 +42,10 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const std::string& p
   if (!fill_address(path, &addr))
     return make_error("--control " + path + ": a socket path must be 1 to " +
                       std::to_string(sizeof addr.sun_path - 1) + " bytes long");
-  // Its directory, if missing (the default /run/sluice/ after a reboot): private to root.
-  if (const size_t slash = path.rfind('/'); slash != std::string::npos && slash != 0) {
+  // Its directories, each one missing (the default /run/sluice/ after a reboot, or a deeper
+  // path such as /run/sluice/eth0/): created private to the starting user, as `mkdir -p`.
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
     const std::string dir = path.substr(0, slash);
     if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
       return make_error("--control " + path + ": cannot create " + dir + ": " + errno_text());

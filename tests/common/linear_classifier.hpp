@@ -63,7 +63,7 @@ inline bool prefix_holds(const uint64_t addr[2], const uint64_t mask[2],
                   const std::array<uint8_t, 16>& a) {
   // IPv4 addresses sit in the first 4 bytes and the rest of the array is zero, so one
   // masked compare of the first word covers them; IPv6 needs both.
-  return ((load64(a.data()) & mask[0]) == addr[0]) &
+  return ((load64(a.data()) & mask[0]) == addr[0]) &&
          ((load64(a.data() + 8) & mask[1]) == addr[1]);
 }
 

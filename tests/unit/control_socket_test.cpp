@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -101,6 +102,23 @@ TEST_F(ControlSocket, CreatesAMissingDirectoryPrivateToItsOwner) {
   auto server = ControlServer::start(path, rules_);
   ASSERT_TRUE(server) << server.error().message;
   EXPECT_EQ(fs::status(dir_ / "run").permissions() & fs::perms::all, fs::perms::owner_all);
+}
+
+TEST_F(ControlSocket, CreatesEveryMissingDirectoryOfADeepPath) {
+  const std::string path = (dir_ / "run" / "sluice" / "eth0" / "s.sock").string();
+  auto server = ControlServer::start(path, rules_);
+  ASSERT_TRUE(server) << server.error().message;
+  for (const fs::path& d : {dir_ / "run", dir_ / "run" / "sluice", dir_ / "run" / "sluice" / "eth0"})
+    EXPECT_EQ(fs::status(d).permissions() & fs::perms::all, fs::perms::owner_all) << d;
+  EXPECT_TRUE(fs::is_socket(path));
+}
+
+TEST_F(ControlSocket, APathThroughARegularFileIsRefusedWithTheReason) {
+  std::ofstream(dir_ / "file") << "x";
+  auto server = ControlServer::start((dir_ / "file" / "s.sock").string(), rules_);
+  ASSERT_FALSE(server);
+  EXPECT_NE(server.error().message.find("Not a directory"), std::string::npos)
+      << server.error().message;
 }
 
 TEST_F(ControlSocket, AnswersStatsOnlyOncePublishedAndThenTheLatestFigures) {

@@ -146,6 +146,30 @@ TEST(RulesSwap, ChangedMatchOrKeyStartsNewBuckets) {
   EXPECT_EQ(h.snap().removed[0].traffic.pkts(Outcome::matched), 3u);
 }
 
+// A snapshot reuses the previous classifier only when every match is the same in the same
+// order: a rate change keeps classifying alike, reordered or changed matches are recompiled.
+TEST(RulesSwap, ClassificationFollowsMatchesWhateverElseChanges) {
+  auto set = [](const std::string& first, const std::string& second, const std::string& rate) {
+    return "rules:\n  - {name: " + first + ", match: {dst-port: " + (first == "a" ? "53" : "80") +
+           "}, rate: " + rate + ", burst: 100}\n  - {name: " + second + ", match: {dst-port: " +
+           (second == "a" ? "53" : "80") + "}, rate: " + rate + ", burst: 100}\n";
+  };
+  Harness h(set("a", "b", "1000pps"));
+  h.passed(udp("10.0.0.1", 53), kSec, 1);
+  h.apply(set("a", "b", "2000pps"), kSec);  // same matches: classifier reused
+  h.passed(udp("10.0.0.1", 53), kSec, 1);
+  h.apply(set("b", "a", "2000pps"), kSec);  // same rules, swapped: port 53 is rule 1 now
+  h.passed(udp("10.0.0.1", 53), kSec, 1);
+  h.passed(udp("10.0.0.1", 80), kSec, 1);
+  EXPECT_EQ(h.rule("a").traffic.pkts(Outcome::matched), 3u);
+  EXPECT_EQ(h.rule("b").traffic.pkts(Outcome::matched), 1u);
+  h.apply("rules:\n  - {name: a, match: {dst-port: 80}, rate: 2000pps, burst: 100}\n"
+          "  - {name: b, match: {dst-port: 53}, rate: 2000pps, burst: 100}\n", kSec);
+  h.passed(udp("10.0.0.1", 53), kSec, 1);  // same count and names, matches changed
+  EXPECT_EQ(h.rule("b").traffic.pkts(Outcome::matched), 1u) << "b has new state: counts anew";
+  EXPECT_EQ(h.rule("a").traffic.pkts(Outcome::matched), 0u);
+}
+
 TEST(RulesSwap, CountersFollowTheRuleWhenOthersMoveAroundIt) {
   Harness h(keyed_set("10pps", false));
   h.passed(udp("10.0.0.1", 80), kSec, 2);
