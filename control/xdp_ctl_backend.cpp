@@ -2,6 +2,9 @@
 
 #include <net/if.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "rule_edits.hpp"
 #include "rules_loader.hpp"
 #include "xdp_backend.hpp"
@@ -23,10 +26,13 @@ Answer<std::unique_ptr<Backend>> XdpCtlBackend::open(const std::string& iface) {
 Answer<CountersSnapshot> XdpCtlBackend::stats() {
   auto c = be_->counters();
   if (!c) return Answer<CountersSnapshot>(c.error());
+  auto flows = be_->active_flows();
+  if (!flows) return Answer<CountersSnapshot>(flows.error());
   const RuleSet& rules = be_->rules();
   CountersSnapshot snap;
   for (size_t i = 0; i < rules.rules.size() && i < c->per_rule.size(); ++i)
-    snap.rules.push_back(RuleSnapshot{rules.rules[i].name, c->per_rule[i], 0, 0});
+    snap.rules.push_back(RuleSnapshot{rules.rules[i].name, c->per_rule[i],
+                                      i < flows->size() ? (*flows)[i] : 0, 0});
   snap.default_rule.name = "default";
   snap.default_rule.traffic = c->default_rule();
   return snap;
@@ -76,10 +82,15 @@ Answer<RulesDiff> XdpCtlBackend::diff_config(const std::string& text,
   return diff_rules(be_->rules(), *next);
 }
 
-Answer<std::vector<FlowRate>> XdpCtlBackend::top_flows(const TopFlowsQuery&) {
-  return Answer<std::vector<FlowRate>>(
-      make_error("flows top is not available on the XDP backend yet (its flows are an LRU "
-                 "table without rates)"));
+// Rates over 250 ms: long enough for a flow at 10 pps to show, short for an operator.
+Answer<std::vector<FlowRate>> XdpCtlBackend::top_flows(const TopFlowsQuery& query) {
+  const bool known_rule =
+      query.rule.empty() || std::any_of(be_->rules().rules.begin(), be_->rules().rules.end(),
+                                        [&](const Rule& r) { return r.name == query.rule; });
+  auto top = be_->top_flows(query, std::chrono::milliseconds(250));
+  if (!top) return Answer<std::vector<FlowRate>>(top.error(),
+                                                 known_rule ? Failure::runtime : Failure::usage);
+  return std::move(*top);
 }
 
 }  // namespace sluice::ctl

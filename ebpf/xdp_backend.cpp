@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -32,20 +33,34 @@ Status ensure_pin_root() {
   return Ok{};
 }
 
+// DIR, then SL_XDP_PIN_ROOT if that left it empty (another interface's pins keep it: rmdir
+// refuses a directory that is not empty, so no check races with another attach).
+Status remove_pin_dir(const std::string& dir) {
+  if (rmdir(dir.c_str()) != 0) return os_error(dir);
+  (void)rmdir(SL_XDP_PIN_ROOT);
+  return Ok{};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<XdpBackend>> XdpBackend::attach(const std::string& iface, AttachMode mode,
                                                        const RuleSet& rules) {
   const int ifindex = int(if_nametoindex(iface.c_str()));
   if (ifindex == 0) return make_error("no such interface: " + iface);
-  if (Status s = ensure_pin_root(); !s) return s.error();
   const std::string dir = std::string(SL_XDP_PIN_ROOT) + "/" + iface;
-  if (mkdir(dir.c_str(), 0700) != 0) {
+  // Twice: another interface's detach may remove the root between its mkdir and ours.
+  int made = -1;
+  for (int attempt = 0; attempt < 2 && made != 0; ++attempt) {
+    if (Status s = ensure_pin_root(); !s) return s.error();
+    made = mkdir(dir.c_str(), 0700);
+    if (made != 0 && errno != ENOENT) break;
+  }
+  if (made != 0) {
     if (errno == EEXIST) return make_error(dir + " exists: sluice is already attached to " + iface);
     return os_error(dir);
   }
   auto fail = [&](const Error& e) -> Result<std::unique_ptr<XdpBackend>> {
-    rmdir(dir.c_str());
+    (void)remove_pin_dir(dir);
     return e;
   };
   auto prog = XdpProgram::load(LoadOptions{});
@@ -100,6 +115,27 @@ Status XdpBackend::detach_opened() {
   return s;
 }
 
+Result<std::vector<uint64_t>> XdpBackend::active_flows() const {
+  auto sample = prog_->sample_flows();
+  if (!sample) return sample.error();
+  return xdp::active_flows(prog_->entries(), *sample);
+}
+
+Result<std::vector<FlowRate>> XdpBackend::top_flows(const TopFlowsQuery& query,
+                                                    std::chrono::milliseconds interval) {
+  // An unknown rule is refused before the wait (rank_flows says so the same way).
+  if (Result<std::vector<FlowRate>> r = rank_flows(prog_->rules().rules, prog_->entries(),
+                                                   FlowSample{0, {}}, FlowSample{1, {}}, query);
+      !r)
+    return r;
+  auto before = prog_->sample_flows();
+  if (!before) return before.error();
+  std::this_thread::sleep_for(interval);
+  auto after = prog_->sample_flows();
+  if (!after) return after.error();
+  return rank_flows(prog_->rules().rules, prog_->entries(), *before, *after, query);
+}
+
 XdpBackend::~XdpBackend() {
   if (opened_iface_.empty() && !keep_) (void)detach();  // an opened one leaves it running
 }
@@ -109,7 +145,7 @@ Status XdpBackend::detach() {
   Status s = opened_iface_.empty() ? prog_->detach() : detach_opened();
   if (!s && !opened_iface_.empty()) return s;  // someone else's program: leave its pins too
   prog_->unpin_maps(pin_dir_);
-  if (rmdir(pin_dir_.c_str()) != 0 && s.ok()) s = os_error(pin_dir_);
+  if (Status r = remove_pin_dir(pin_dir_); !r && s.ok()) s = r;
   pin_dir_.clear();
   return s;
 }

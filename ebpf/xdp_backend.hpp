@@ -4,8 +4,10 @@
 // Detaching (or destroying the backend) leaves nothing attached and nothing pinned.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "xdp_program.hpp"
 
@@ -28,6 +30,11 @@ class XdpBackend {
   Result<WorkerCounters> counters() const { return prog_->counters(); }
   const RuleSet& rules() const { return prog_->rules(); }
   uint64_t generation() const { return prog_->generation(); }
+  // Per rule, its flows not idle past its idle timeout (one read of the flow table).
+  Result<std::vector<uint64_t>> active_flows() const;
+  // The busiest flows over `interval`: the flow table read, then read again (rank_flows).
+  Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query,
+                                          std::chrono::milliseconds interval);
   // Leaves the program attached and its maps pinned when this object goes (sluicectl xdp
   // attach: a later sluicectl reaches it through XdpBackend::open).
   void keep_attached() {

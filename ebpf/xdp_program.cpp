@@ -136,17 +136,14 @@ uint64_t XdpProgram::now_ns() const {
 Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots) {
   const int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return os_error("counting CPUs", cpus);
-  const std::vector<sl_counter> zeros(size_t(cpus), sl_counter{});
+  const std::vector<sl_slot_counters> zeros(size_t(cpus), sl_slot_counters{});
   const sl_bucket empty{};
   for (uint16_t slot : slots) {
     const uint32_t key = slot;
     if (Status s = put(skel_->maps.sl_aggregates, key, empty, "sl_aggregates"); !s) return s;
-    for (uint32_t o = 0; o < SL_OUTCOME_COUNT; ++o) {
-      const uint32_t idx = sl_counter_index(slot, o);
-      if (int err = bpf_map__update_elem(skel_->maps.sl_counters, &idx, sizeof(idx), zeros.data(),
-                                         zeros.size() * sizeof(sl_counter), BPF_ANY))
-        return os_error("XDP map sl_counters", err);
-    }
+    if (int err = bpf_map__update_elem(skel_->maps.sl_counters, &key, sizeof(key), zeros.data(),
+                                       zeros.size() * sizeof(sl_slot_counters), BPF_ANY))
+      return os_error("XDP map sl_counters", err);
   }
   return Ok{};
 }
@@ -284,22 +281,43 @@ Result<WorkerCounters> XdpProgram::counters() const {
   if (cpus <= 0) return os_error("counting CPUs", cpus);
   const size_t rule_count = entries_.size();
   WorkerCounters total(rule_count);
-  std::vector<sl_counter> per_cpu(static_cast<size_t>(cpus));
+  std::vector<sl_slot_counters> per_cpu(static_cast<size_t>(cpus));
   for (size_t slot = 0; slot <= rule_count; ++slot) {
     const uint32_t abi_slot = slot == rule_count ? SL_XDP_DEFAULT_SLOT : entries_[slot].state;
     TrafficCounters& t = total.per_rule[slot];
-    for (uint32_t o = 0; o < SL_OUTCOME_COUNT; ++o) {
-      const uint32_t idx = sl_counter_index(abi_slot, o);
-      if (int err = bpf_map__lookup_elem(skel_->maps.sl_counters, &idx, sizeof(idx),
-                                         per_cpu.data(), per_cpu.size() * sizeof(sl_counter), 0))
-        return os_error("reading the XDP counters", err);
-      for (const sl_counter& c : per_cpu) {
-        t.packets[o] += c.packets;
-        t.bytes[o] += c.bytes;
+    if (int err = bpf_map__lookup_elem(skel_->maps.sl_counters, &abi_slot, sizeof(abi_slot),
+                                       per_cpu.data(), per_cpu.size() * sizeof(sl_slot_counters), 0))
+      return os_error("reading the XDP counters", err);
+    for (const sl_slot_counters& c : per_cpu)
+      for (uint32_t o = 0; o < SL_OUTCOME_COUNT; ++o) {
+        t.packets[o] += c.outcome[o].packets;
+        t.bytes[o] += c.outcome[o].bytes;
       }
-    }
   }
   return total;
+}
+
+Result<FlowSample> XdpProgram::sample_flows() const {
+  constexpr uint32_t kBatch = 4096;  // entries per syscall; more than any hash bucket holds
+  FlowSample sample;
+  const int fd = bpf_map__fd(skel_->maps.sl_flows);
+  std::vector<sl_flow_key> keys(kBatch);
+  std::vector<sl_bucket> values(kBatch);
+  uint32_t token = 0;  // an LRU hash's batch position: a bucket index (4 bytes)
+  bool first = true;
+  for (;;) {
+    uint32_t count = kBatch;
+    const int err = bpf_map_lookup_batch(fd, first ? nullptr : &token, &token, keys.data(),
+                                         values.data(), &count, nullptr);
+    if (err && err != -ENOENT) return os_error("reading the XDP flow table", err);
+    for (uint32_t i = 0; i < count; ++i)
+      sample.flows.push_back(
+          FlowCount{keys[i], values[i].packets, values[i].bytes, values[i].last_seen_ns});
+    if (err == -ENOENT) break;  // the end of the table
+    first = false;
+  }
+  sample.now_ns = now_ns();
+  return sample;
 }
 
 Status XdpProgram::attach(int ifindex, AttachMode mode) {

@@ -12,6 +12,7 @@
 #include "../dataplane/core/counters.hpp"
 #include "../dataplane/core/result.hpp"
 #include "../dataplane/core/rules.hpp"
+#include "xdp_flows_top.hpp"
 
 struct sluice_bpf;  // the skeleton (sluice.skel.h)
 
@@ -73,6 +74,12 @@ class XdpProgram {
 
   // The counters summed over CPUs: index i < rule count is rule i, the last entry the default.
   Result<WorkerCounters> counters() const;
+
+  // Every flow of the LRU table with its packet and byte counts, and the program's clock
+  // (rank_flows turns two samples into rates). Read in batches: the program runs on meanwhile.
+  Result<FlowSample> sample_flows() const;
+  // The running rules' entries (state slots), as in the active bank.
+  const std::vector<sl_xdp_rule>& entries() const { return entries_; }
 
   // bpf_xdp_attach in native (driver) or generic (skb) mode; refused if the interface
   // already has an XDP program.

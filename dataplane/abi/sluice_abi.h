@@ -69,7 +69,7 @@ typedef int32_t sl_s32;
 #define SL_XDP_STATE_SLOTS (SL_XDP_BANKS * SL_XDP_MAX_RULES)
 /* Counter slot of the default action, after the rules' state slots. */
 #define SL_XDP_DEFAULT_SLOT SL_XDP_STATE_SLOTS
-#define SL_XDP_COUNTER_SLOTS ((SL_XDP_STATE_SLOTS + 1) * SL_OUTCOME_COUNT)
+#define SL_XDP_COUNTER_SLOTS (SL_XDP_STATE_SLOTS + 1)
 /* Disjoint port ranges a field's conditions cut 0..65535 into: at most two cuts per rule. */
 #define SL_XDP_MAX_PORT_RANGES (2 * SL_XDP_MAX_RULES + 1)
 /* LPM entries per trie: one per rule condition plus the /0 entry. */
@@ -201,6 +201,11 @@ struct sl_bucket {
   sl_u64 w1;                 /* meters: sl_meter_state.e1 */
   sl_u64 last_seen_ns;       /* flows: the last packet's now_ns, for the idle timeout */
   sl_u64 gen;                /* the rule generation whose profiles wrote w0, w1 */
+  /* Flows: the packets and frame bytes charged to it since it was created (its restarts after
+   * an idle time keep them), read twice by `sluicectl flows top` for rates. Plain adds, not
+   * atomic: a ranking tolerates the rare update another CPU's add overwrites. */
+  sl_u64 packets;
+  sl_u64 bytes;
 };
 
 /* Map sl_rules_text, key 0: the running rule set as a rules file (dump_rules_yaml), written
@@ -213,15 +218,16 @@ struct sl_rules_text {
   char text[SL_XDP_RULES_TEXT_MAX];
 };
 
-/* Map sl_counters (per-CPU array): index sl_counter_index(state slot or SL_XDP_DEFAULT_SLOT,
- * outcome); user space sums the CPUs. */
+/* Map sl_counters (per-CPU array), key = state slot or SL_XDP_DEFAULT_SLOT: the slot's packets
+ * and bytes per outcome (enum sl_outcome), all in one value so that a packet looks its slot up
+ * once whatever outcomes it counts (matched, conformed and passed share the first cache line);
+ * user space sums the CPUs. */
 struct sl_counter {
   sl_u64 packets;
   sl_u64 bytes;
 };
-
-static inline sl_u32 sl_counter_index(sl_u32 slot, sl_u32 outcome) {
-  return slot * SL_OUTCOME_COUNT + outcome;
-}
+struct sl_slot_counters {
+  struct sl_counter outcome[SL_OUTCOME_COUNT];
+};
 
 #endif /* SLUICE_ABI_SLUICE_ABI_H */

@@ -32,8 +32,9 @@ static_assert(sizeof(sl_xdp_bank) == 8);
 static_assert(offsetof(sl_flow_key, w) == 8 && sizeof(sl_flow_key) == 48);
 static_assert(sizeof(FlowKey::w) == sizeof(sl_flow_key::w), "the core's flow key words");
 static_assert(offsetof(sl_bucket, w0) == 8 && offsetof(sl_bucket, last_seen_ns) == 24 &&
-              offsetof(sl_bucket, gen) == 32 && sizeof(sl_bucket) == 40);
-static_assert(sizeof(sl_counter) == 16);
+              offsetof(sl_bucket, gen) == 32 && offsetof(sl_bucket, packets) == 40 &&
+              sizeof(sl_bucket) == 56);
+static_assert(sizeof(sl_counter) == 16 && sizeof(sl_slot_counters) == 16 * SL_OUTCOME_COUNT);
 static_assert(SL_XDP_MAX_CHAIN == kMaxParentChain, "XDP charges the chains the loader accepts");
 static_assert(uint8_t(CostUnit::packets) == SL_COST_PACKETS &&
               uint8_t(CostUnit::bytes) == SL_COST_BYTES);
@@ -41,10 +42,6 @@ static_assert(size_t(Outcome::kCount) == SL_OUTCOME_COUNT);
 
 inline sl_action_entry to_abi(const Action& a) {
   return sl_action_entry{uint8_t(a.kind), a.dscp};
-}
-
-inline uint32_t counter_index(uint32_t slot, Outcome o) {
-  return sl_counter_index(slot, uint32_t(o));
 }
 
 }  // namespace sluice::abi

@@ -3,6 +3,7 @@
 // the rule (per-CPU counters summed) and limited by it on the kernel clock; a second attach is
 // refused, and detach leaves nothing attached and nothing pinned.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_ether.h>
@@ -12,6 +13,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "packet_builder.hpp"
 #include "veth_namespace.hpp"
@@ -27,6 +31,18 @@ using namespace xdp_test;
 bool exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
+}
+
+// Detach leaves no empty /sys/fs/bpf/sluice behind: the root is gone, or still holds another
+// interface's pins (another sluice on this machine).
+bool root_gone_or_in_use() {
+  DIR* d = opendir("/sys/fs/bpf/sluice");
+  if (!d) return errno == ENOENT;
+  bool in_use = false;
+  while (dirent* e = readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) in_use = true;
+  closedir(d);
+  return in_use;
 }
 
 // Sends `n` copies of the frame out of interface `iface` (an AF_PACKET socket).
@@ -82,6 +98,7 @@ void attach_count_detach(xdp::AttachMode mode, uint32_t mode_flag) {
   EXPECT_EQ(bpf_xdp_query_id(ifindex, int(mode_flag), &id), 0);
   EXPECT_EQ(id, 0u);
   EXPECT_FALSE(exists(dir));
+  EXPECT_TRUE(root_gone_or_in_use());
 }
 
 TEST(XdpBackend, NativeModeCountsAndLimits) {
@@ -135,6 +152,7 @@ TEST(XdpBackend, ASecondOpenerChangesRulesAndDetaches) {
   EXPECT_EQ(bpf_xdp_query_id(ifindex, XDP_FLAGS_DRV_MODE, &id), 0);
   EXPECT_EQ(id, 0u);
   EXPECT_FALSE(exists(dir));
+  EXPECT_TRUE(root_gone_or_in_use());
   EXPECT_FALSE(xdp::XdpBackend::open(ns.a()).ok());
 }
 
@@ -154,6 +172,7 @@ TEST(XdpBackend, RefusedRulesLeaveNothingBehind) {
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message.find("DPDK backend"), std::string::npos);
   EXPECT_FALSE(exists("/sys/fs/bpf/sluice/" + ns.a()));
+  EXPECT_TRUE(root_gone_or_in_use());
   uint32_t id = 1;
   EXPECT_EQ(bpf_xdp_query_id(int(if_nametoindex(ns.a().c_str())), 0, &id), 0);
   EXPECT_EQ(id, 0u);

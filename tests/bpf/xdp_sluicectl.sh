@@ -2,8 +2,9 @@
 # sluicectl driving the XDP backend through its pinned maps (issue 12 item 4), on a veth pair
 # between two namespaces this test creates: `xdp attach` (a missing interface: exit 2; a second
 # attach: exit 1), then with `--xdp IFACE`: rule list/show, stats (counts equal the frames
-# sent), rule set (the bucket kept: no refill), rule add/del, config save/check/diff/load, and
-# `xdp detach` (nothing attached or pinned after; --xdp then fails with exit 1).
+# sent), rule set (the bucket kept: no refill), rule add/del, config save/check/diff/load,
+# flows top (a 2000 pps source above a 200 pps one), and `xdp detach` (nothing attached or
+# pinned after; --xdp then fails with exit 1).
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/../integration/lib.sh"
@@ -13,7 +14,7 @@ it_need_bin SLUICECTL SENDER
 A="sl-ca-$IT_ID" B="sl-cb-$IT_ID" RX="xca$IT_ID" TX="xcb$IT_ID"
 it_netns_veth "$RX" "$A" "$TX" "$B"
 # A failed run must not leave its pins behind (the namespaces go, the bpffs pins would not).
-trap 'rc=$?; rm -rf "/sys/fs/bpf/sluice/$RX"; (exit $rc); it_cleanup' EXIT
+trap 'rc=$?; rm -rf "/sys/fs/bpf/sluice/$RX"; rmdir /sys/fs/bpf/sluice 2>/dev/null || true; (exit $rc); it_cleanup' EXIT
 # nsenter --net, not ip netns exec: the latter mounts a private /sys, and with it a private
 # bpffs whose pins vanish when the command ends.
 ctl() { nsenter --net="/run/netns/$A" "$SLUICECTL" "$@"; }
@@ -78,8 +79,31 @@ ctl --xdp "$RX" config load "$IT_DIR/next.yaml" >/dev/null || it_fail "config lo
 ctl --xdp "$RX" rule list | grep -q dns || it_fail "config load: no dns"
 [ "$(matched udp9)" = 40 ] || it_fail "config load lost udp9's counters (state identity kept)"
 
+# flows top: two sources at 2000 and 200 pps while the table is read twice; the busier first.
+ip netns exec "$B" "$SENDER" --iface "$TX" --pps 2000 --seconds 2 --src-base 198.18.0.1 >/dev/null &
+HEAVY=$!
+ip netns exec "$B" "$SENDER" --iface "$TX" --pps 200 --seconds 2 --src-base 198.18.0.2 >/dev/null &
+LIGHT=$!
+sleep 0.7
+ctl --xdp "$RX" flows top 5 --rule udp9 >"$IT_DIR/top" 2>&1 || it_fail "flows top: $(cat "$IT_DIR/top")"
+ctl --xdp "$RX" flows top 1 --by bps >"$IT_DIR/top1" 2>&1 || it_fail "flows top --by bps: $(cat "$IT_DIR/top1")"
+wait "$HEAVY" "$LIGHT"
+awk 'NR == 2 {print $1, $2}' "$IT_DIR/top" | grep -qx "udp9 198.18.0.1" ||
+  it_fail "flows top: the 2000 pps source is not first: $(cat "$IT_DIR/top")"
+awk 'NR == 3 {print $2}' "$IT_DIR/top" | grep -qx "198.18.0.2" ||
+  it_fail "flows top: the 200 pps source is not second: $(cat "$IT_DIR/top")"
+# Its rate, over a 250 ms read, within 25% of 2000 pps (the sender is paced).
+awk 'NR == 2 {exit !($3 > 1500 && $3 < 2500)}' "$IT_DIR/top" ||
+  it_fail "flows top: the heavy source's rate: $(cat "$IT_DIR/top")"
+[ "$(wc -l <"$IT_DIR/top1")" = 2 ] || it_fail "flows top 1: $(cat "$IT_DIR/top1")"
+[ "$(status_of ctl --xdp "$RX" flows top 3 --rule nope)" = 2 ] ||
+  it_fail "flows top --rule nope: want exit 2, got $(cat "$IT_DIR/err")"
+
 [ "$(status_of ctl xdp detach "$RX")" = 0 ] || it_fail "xdp detach: $(cat "$IT_DIR/err")"
 [ ! -e "/sys/fs/bpf/sluice/$RX" ] || it_fail "pins left after detach"
+# No empty root left either (another interface's pins, another sluice's, may keep it).
+[ ! -e /sys/fs/bpf/sluice ] || [ -n "$(ls -A /sys/fs/bpf/sluice)" ] ||
+  it_fail "an empty /sys/fs/bpf/sluice left after detach"
 ip -n "$A" link show "$RX" | grep -q "xdp" && it_fail "a program is still attached"
 [ "$(status_of ctl --xdp "$RX" stats)" = 1 ] || it_fail "--xdp after detach: want exit 1"
-it_pass "attach, rule list/show/set/add/del, stats, config save/check/diff/load, detach"
+it_pass "attach, rule list/show/set/add/del, stats, config save/check/diff/load, flows top, detach"
