@@ -4,6 +4,7 @@
 #   scripts/bench_dataplane.sh [--flows "1000 100000 1000000"] [--repetitions N]
 #                              [--warmup S] [--duration S] [--no-two-workers]
 #                              [--breakdown] [--peers] [--profile] [--burst N] [--no-wait]
+#   scripts/bench_dataplane.sh --rules-scale "1 100 1000 10000" [--repetitions N] ...
 #
 # Every run: EAL on hugepages, `--vdev net_pcap0,rx_pcap=T.pcap,infinite_rx=1` (the whole
 # trace preloaded into mbufs and replayed in a loop) into `--vdev net_null1,no-rx=1`, port 0 ->
@@ -39,6 +40,12 @@
 # bench/dataplane/rules-srtcm.yaml, the same work as a rule (one srtcm per destination).
 # --burst N: packets per RX burst for both, sluiced --burst N and testpmd --burst=N (default
 # 32, both programs' default).
+# --rules-scale "N...": instead of all the above, sluiced alone (1 worker) with N keyed rules
+# (key: src-ip, no max-flows, no --flows: each rule gets the default capacity), the only
+# matching rule last, in the three shapes of bench/core_classifier.cpp (prefix, port-range,
+# mix; bench/dataplane/rules_scale.py writes them), on a 1,000-flow trace from 192.0.2.0/22
+# to port 53 (132,000 packets); Mpps, ns/packet, RSS when packets first flow and at the end
+# (and sluiced's "flow tables: ..." line, if it prints one).
 # --no-wait: skip the wait for a quiet machine (a quick check of the script, not a record).
 # --profile: afterwards `perf record -e cpu-clock -g` on sluiced (1 worker) at the largest F
 # and the top of `perf report`.
@@ -63,6 +70,7 @@ DURATION=5
 TWO_WORKERS=1
 BREAKDOWN=0
 PEERS=0
+RULES_SCALE=""
 WAIT=1
 PROFILE=0
 BURST=32
@@ -87,6 +95,7 @@ while [ $# -gt 0 ]; do
     --breakdown) BREAKDOWN=1; shift ;;
     --peers) PEERS=1; shift ;;
     --no-wait) WAIT=0; shift ;;
+    --rules-scale) RULES_SCALE=$2; shift 2 ;;
     --profile) PROFILE=1; shift ;;
     --burst) BURST=$2; shift 2 ;;
     -h|--help) usage ;;
@@ -156,6 +165,7 @@ for entry in $FLOWS; do
   TRACES="$TRACES $f:$p"
 done
 FLOWS=$(for entry in $TRACES; do echo "${entry%%:*}"; done | tr '\n' ' ')
+[ -n "$RULES_SCALE" ] && FLOWS=""  # its own trace only
 
 MAX_PACKETS=0
 for f in $FLOWS; do
@@ -167,6 +177,21 @@ for f in $FLOWS; do
     --split "$WORK/f$f" --peer-fields
   rm -f "$WORK/f$f.rr.pcap"
 done
+SCALE_FLOWS=1000
+if [ -n "$RULES_SCALE" ]; then
+  p=$(((MIN_PACKETS + SCALE_FLOWS - 1) / SCALE_FLOWS * SCALE_FLOWS))
+  ((p > MAX_PACKETS)) && MAX_PACKETS=$p
+  log "trace: rules at scale, $SCALE_FLOWS flows from 192.0.2.0/22, $p packets of 64 bytes"
+  "$TRACEGEN" --out "$WORK/scale.rr.pcap" --flows "$SCALE_FLOWS" --packets "$p" --size 64 \
+    --src-base 192.0.2.0 >/dev/null
+  python3 bench/dataplane/pcap_shuffle.py "$WORK/scale.rr.pcap" "$WORK/scale.pcap" --seed 1
+  rm -f "$WORK/scale.rr.pcap"
+  for n in $RULES_SCALE; do
+    for shape in prefix port-range mix; do
+      python3 bench/dataplane/rules_scale.py "$shape" "$n" "$WORK/scale-$shape-$n.yaml"
+    done
+  done
+fi
 # One mbuf per trace packet (net_pcap keeps them), plus rings, caches and bursts in flight.
 MBUFS=$((MAX_PACKETS + 32768))
 QOS_METER=$WORK/qos_meter/build/qos_meter
@@ -213,11 +238,12 @@ cpu_ticks() {
 }
 
 RESULTS=$WORK/results.csv
-echo "flows,workers,kind,rep,mpps,cpu,rss_kib,conform_pct,active_flows,evicted,load1" >"$RESULTS"
+echo "flows,workers,kind,rep,mpps,cpu,rss_kib,conform_pct,active_flows,evicted,load1,rss_start_kib,tables" >"$RESULTS"
 HZ=$(getconf CLK_TCK)
 
 # run KIND FLOWS WORKERS REP [RULES]: starts one process, measures, stops it, appends a CSV row.
-# KIND: io | macswap (testpmd) | sluiced | floor (sluice-flow-floor) | qos_meter (1 worker)
+# KIND: io | macswap (testpmd) | sluiced | floor (sluice-flow-floor) | qos_meter (1 worker) |
+#   scale (sluiced, 1 worker, RULES on the rules-at-scale trace, default flow capacity)
 run() {
   local kind=$1 f=$2 w=$3 rep=$4 rules=${5:-$RULES}
   RUN_SEQ=$((RUN_SEQ + 1))
@@ -229,6 +255,7 @@ run() {
   elif ((w == 1)); then
     lcores=(-l "0,1")
     rx="rx_pcap=$WORK/f$f.pcap"
+    [ "$kind" = scale ] && rx="rx_pcap=$WORK/scale.pcap"
   else
     lcores=(--lcores '0@(0,1),1@0,2@1')  # main lcore floats; workers pinned to CPUs 0 and 1
     rx="rx_pcap=$WORK/f$f.q0.pcap,rx_pcap=$WORK/f$f.q1.pcap"
@@ -252,6 +279,10 @@ run() {
       "$FLOOR" "${eal[@]}" -- --flows "$f" --mbufs "$MBUFS" --burst "$BURST" \
         </dev/null >"$out" 2>&1 &
       ;;
+    scale)
+      "$SLUICED" "${eal[@]}" -- --config "$rules" --mbufs "$MBUFS" --burst "$BURST" \
+        --report "$report" </dev/null >"$out" 2>&1 &
+      ;;
     qos_meter)  # -p 3: RX port 0, TX port 1; bursts of 32 are compiled in
       "$QOS_METER" "${eal[@]}" -- -p 3 </dev/null >"$out" 2>&1 &
       ;;
@@ -266,6 +297,8 @@ run() {
     ((SECONDS < deadline)) || die "$kind: no packets after 120 s (log $out)"
     sleep 0.5
   done
+  local rss_start tables=""
+  rss_start=$(awk '/^VmRSS:/ {print $2}' "/proc/$CHILD/status")
   sleep "$WARMUP"
   local o1 t1 o2 t2 rss c1 c2
   o1=$(tele_field "$prefix" opackets); t1=$(now_s); c1=$(cpu_ticks "$CHILD")
@@ -292,7 +325,7 @@ run() {
 import json, sys
 rules = json.load(open(sys.argv[1]))["rules"]
 if rules:
-    r = rules[0]
+    r = max(rules, key=lambda r: r["matched_packets"])  # the rule the trace matches
     print(f"{100 * r['conformed_packets'] / max(1, r['matched_packets']):.3f}", r["active_flows"], r["flows_evicted"])
 else:
     print()
@@ -301,7 +334,9 @@ EOF
   fi
   local tag=$kind
   [ "$rules" != "$RULES" ] && tag="$kind:$(basename "$rules" .yaml)"
-  echo "$f,$w,$tag,$rep,$mpps,$cpu,$rss,$conform,$active,$evicted,$load1" >>"$RESULTS"
+  # "sluiced: flow tables: N MB for M flows (...)", commas out (a CSV field)
+  tables=$(grep -o 'flow tables: .*' "$out" | head -1 | tr -d ',' || true)
+  echo "$f,$w,$tag,$rep,$mpps,$cpu,$rss,$conform,$active,$evicted,$load1,$rss_start,$tables" >>"$RESULTS"
   log "$(printf '%-12s flows %-8s workers %s rep %s: %7s Mpps  CPU %s  RSS %s KiB  conform %s%%  load %s' \
     "$tag" "$f" "$w" "$rep" "$mpps" "$cpu" "$rss" "${conform:--}" "$load1")"
 }
@@ -311,6 +346,26 @@ log "load average $(cut -d' ' -f1-3 /proc/loadavg); waiting for a quiet machine"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 PROFILE_NOW=0
+if [ -n "$RULES_SCALE" ]; then
+  for rep in $(seq 1 "$REPS"); do
+    for n in $RULES_SCALE; do
+      for shape in prefix port-range mix; do
+        run scale "$SCALE_FLOWS" 1 "$rep" "$WORK/scale-$shape-$n.yaml"
+      done
+    done
+  done
+  LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+  python3 bench/dataplane/rules_scale_table.py "$RESULTS" "$RULES_SCALE"
+  cat <<EOF
+
+- command: \`$COMMAND\`, $REPS repetitions of ${DURATION} s after ${WARMUP} s warm-up, bursts of $BURST, runs interleaved
+- machine: $(nproc) CPUs, $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r), DPDK $(pkg-config --modversion libdpdk 2>/dev/null || echo '?')
+- date: $DATE; load average at start: $LOAD_START, at end: $LOAD_END
+- sluiced: $(git log -1 --format='%h %s' 2>/dev/null | cut -c1-80) (+ working tree)
+- raw results: $RESULTS
+EOF
+  exit 0
+fi
 KINDS1="io macswap sluiced floor"
 LARGEST=$(echo "$FLOWS" | tr ' ' '\n' | sort -n | tail -1)
 for rep in $(seq 1 "$REPS"); do
