@@ -167,6 +167,19 @@ done
 FLOWS=$(for entry in $TRACES; do echo "${entry%%:*}"; done | tr '\n' ' ')
 [ -n "$RULES_SCALE" ] && FLOWS=""  # its own trace only
 
+# Memory first, before minutes of trace generation: net_pcap infinite_rx=1 holds every trace
+# packet in an mbuf of the default data room (~2.4 KB of hugepage memory each, whatever the
+# frame size), so 10M packets would need ~24 GB. Refuse what this machine cannot hold.
+need_packets=$(((MIN_PACKETS + 999) / 1000 * 1000))
+for f in $FLOWS; do ((PACKETS[$f] > need_packets)) && need_packets=${PACKETS[$f]}; done
+need_mb=$(((need_packets + 32768) * 2500 / 1048576 + 384))
+avail_mb=$(($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) / 1024 + \
+  $(cat "$HP_DIR/free_hugepages") * 2))
+if ((need_mb * 10 > avail_mb * 8)); then
+  die "a trace of $need_packets packets needs ~$need_mb MB of hugepages for its mbufs (one \
+mbuf of ~2.4 KB per packet for net_pcap infinite_rx), more than 80% of the $avail_mb MB available"
+fi
+
 MAX_PACKETS=0
 for f in $FLOWS; do
   p=${PACKETS[$f]}
