@@ -283,9 +283,12 @@ int Classifier::intersect(const Offset* maps, unsigned n) const {
     for (unsigned i = 0; i < n; ++i) all &= (a[maps[i] + w] & bit) != 0;
     if (all) return int(floor);
   }
-  // Set once a second candidate word is needed: from then on the answer is worth
-  // remembering, and may already be remembered.
-  CachedResult* memo = nullptr;
+  // Past the floor the walk may visit many words (each field alone letting most rules
+  // through): look for a remembered answer before it, not after its first word. Only
+  // answers that needed a second candidate word are stored, so cheap ones evict no costly.
+  CachedResult& memo = remembered(maps, n);
+  if (memo.owner == id_ && memo.n == n && std::equal(maps, maps + n, memo.maps))
+    return memo.result;
   unsigned visited = 0;
   int result = -1;
   const size_t first_word = floor / 64;
@@ -294,11 +297,7 @@ int Classifier::intersect(const Offset* maps, unsigned n) const {
     for (unsigned i = 1; i < n; ++i) candidates &= a[maps[i] + 1 + s];
     if (s == first_word / 64) candidates &= ~uint64_t{0} << (first_word % 64);
     while (candidates) {
-      if (++visited == 2) {
-        memo = &remembered(maps, n);
-        if (memo->owner == id_ && memo->n == n && std::equal(maps, maps + n, memo->maps))
-          return memo->result;
-      }
+      ++visited;
       const size_t k = s * 64 + size_t(__builtin_ctzll(candidates));
       const size_t at = words_at + k;
       uint64_t x = a[maps[0] + at];
@@ -310,11 +309,11 @@ int Classifier::intersect(const Offset* maps, unsigned n) const {
       candidates &= candidates - 1;
     }
   }
-  if (memo) {
-    memo->owner = id_;
-    memo->n = n;
-    std::copy(maps, maps + n, memo->maps);
-    memo->result = result;
+  if (visited >= 2) {
+    memo.owner = id_;
+    memo.n = n;
+    std::copy(maps, maps + n, memo.maps);
+    memo.result = result;
   }
   return result;
 }

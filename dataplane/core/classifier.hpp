@@ -17,7 +17,8 @@
 //    of rules, each on a different field), the summaries cannot tell and the intersection
 //    visits many words. Such results are remembered per thread, keyed by the bitmaps' offsets
 //    (a frame's answer depends only on them): a direct-mapped cache of 1,024 entries, looked
-//    at only once an intersection needs a second candidate word.
+//    at as soon as the fields' highest lowest rule is not the answer (before any word is
+//    walked), and filled only with answers that needed a second candidate word.
 #pragma once
 
 #include <array>
