@@ -63,10 +63,14 @@ class Classifier {
     bool skip = false;
   };
 
-  // Above 64 rules: the summaries, then the candidate words.
+  // Above 64 rules: the summaries, then the candidate words. kN (the number of bitmaps, 1 to
+  // 8) is a template argument so that the loops over the fields unroll.
   int intersect(const Offset* maps, unsigned n) const;
+  template <unsigned kN>
+  int intersect_n(const Offset* maps) const;
   // This thread's cache slot for a set of bitmaps.
-  classifier_detail::CachedResult& remembered(const Offset* maps, unsigned n) const;
+  template <unsigned kN>
+  classifier_detail::CachedResult& remembered(const Offset* maps) const;
 
   uint64_t id_ = 0;  // unique per classifier in the process: the cache's owner tag
   size_t rule_count_ = 0;
