@@ -443,6 +443,11 @@ def cpu(f, w, kind):
 def ratio(a, b):
     return f"**{med(a) / med(b):.2f}x**" if a and b else "-"
 
+def per_cpu(f, w, kind):  # Mpps per CPU the process got, per repetition
+    return [float(r["mpps"]) / float(r["cpu"]) for r in rows
+            if int(r["flows"]) == f and int(r["workers"]) == w and r["kind"] == kind
+            and r["rep"] != "profile" and r["cpu"] and float(r["cpu"]) > 0]
+
 def packets(f):
     return traces[f]
 
@@ -467,12 +472,14 @@ if peers:
     print("\nBeside DPDK's examples/qos_meter (srTCM colour-blind per destination with rte_meter, "
           "256 destinations, output colour written into every frame), 1 forwarding lcore, same "
           "runs and traces as above; sluiced srtcm: bench/dataplane/rules-srtcm.yaml (one srtcm "
-          "per destination, qos_meter's CIR/CBS/EBS):\n")
+          "per destination, qos_meter's CIR/CBS/EBS). The last column divides each process's "
+          "Mpps by the CPUs it got (on a shared machine a busy-polling lcore may get less than "
+          "one):\n")
     print("| flows | trace packets | testpmd macswap | flow floor | qos_meter (CPU) | "
           "sluiced srtcm per destination (CPU) | **sluiced srtcm / qos_meter** | "
           "qos_meter / macswap | sluiced token bucket per 5-tuple | sluiced token bucket / floor "
-          "| sluiced srtcm green |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| sluiced srtcm green | sluiced srtcm / qos_meter, Mpps per CPU |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for f in flows:
         ms, fl, sl = vals(f, 1, "macswap"), vals(f, 1, "floor"), vals(f, 1, "sluiced")
         qm, sr = vals(f, 1, "qos_meter"), vals(f, 1, "sluiced:rules-srtcm")
@@ -480,7 +487,8 @@ if peers:
         print(f"| {f:,} | {packets(f):,} | {cell(ms)} | {cell(fl)} | {cell(qm)} "
               f"({cpu(f, 1, 'qos_meter')}) | {cell(sr)} ({cpu(f, 1, 'sluiced:rules-srtcm')}) | "
               f"{ratio(sr, qm)} | {ratio(qm, ms).strip('*')} | {cell(sl)} | "
-              f"{ratio(sl, fl).strip('*')} | {f'{med(green):.2f}%' if green else '-'} |")
+              f"{ratio(sl, fl).strip('*')} | {f'{med(green):.2f}%' if green else '-'} | "
+              f"{ratio(per_cpu(f, 1, 'sluiced:rules-srtcm'), per_cpu(f, 1, 'qos_meter')).strip('*')} |")
 if two:
     print("\nMpps with 2 forwarding lcores (trace split in two flow halves, one RX queue each):\n")
     print("| flows | testpmd io | testpmd macswap (CPU) | sluiced (CPU) | sluiced / macswap | sluiced 2 vs 1 worker |")
