@@ -13,10 +13,12 @@
 #   std::mutex token bucket and DPDK's rte_meter srTCM (and trTCM); then the packet rate of
 #   `sluiced --replay` on a 1M-packet, 100k-flow trace (best wall time of 3). Prints
 #   markdown tables of the medians over N repetitions (default 9).
-# dataplane: the live dataplane beside dpdk-testpmd: runs
-#   `scripts/bench_dataplane.sh --breakdown` (see its header: root, hugepages, and its CPUs for
-#   tens of minutes) on build-bench, with --repetitions N passed on (its default: 3) and
-#   anything after "--" appended (e.g. -- --flows "1000 100000").
+# dataplane: the live dataplane beside dpdk-testpmd and DPDK's examples/qos_meter: runs
+#   `scripts/bench_dataplane.sh --breakdown --peers --flows "8192:8192 1000 100000 1000000"`
+#   (see its header: root, hugepages, and its CPUs for tens of minutes; 8192:8192 is the
+#   cache-resident trace, 8k packets from 8k flows) on build-bench, with --repetitions N passed
+#   on (its default: 3) and anything after "--" appended (e.g. -- --flows "1000 100000"
+#   --no-two-workers).
 # rules: rules at scale. ns/packet of the classifier (build-bench/bench/sluice-bench-rules) at
 #   1, 100, 1,000 and 10,000 rules (prefix, port-range and mixed rules, the matching rule
 #   last) beside the linear walk it replaced; then `sluiced --replay` with N keyed (src-ip)
@@ -383,7 +385,7 @@ mode_instructions() {
 
 # bench_dataplane.sh builds what it runs, waits for a quiet machine and prints markdown itself.
 mode_dataplane() {
-  local args=(--breakdown)
+  local args=(--breakdown --peers --flows "8192:8192 1000 100000 1000000")
   ((REPETITIONS_GIVEN)) && args+=(--repetitions "$REPETITIONS")
   BUILD=$BUILD scripts/bench_dataplane.sh "${args[@]}" "${PASS_ON[@]}"
 }

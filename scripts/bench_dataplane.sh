@@ -3,13 +3,18 @@
 #
 #   scripts/bench_dataplane.sh [--flows "1000 100000 1000000"] [--repetitions N]
 #                              [--warmup S] [--duration S] [--no-two-workers]
-#                              [--breakdown] [--profile] [--burst N]
+#                              [--breakdown] [--peers] [--profile] [--burst N] [--no-wait]
+#   scripts/bench_dataplane.sh --rules-scale "1 100 1000 10000" [--repetitions N] ...
 #
 # Every run: EAL on hugepages, `--vdev net_pcap0,rx_pcap=T.pcap,infinite_rx=1` (the whole
 # trace preloaded into mbufs and replayed in a loop) into `--vdev net_null1,no-rx=1`, port 0 ->
 # port 1, 64-byte UDP frames. Per flow count F a trace of max(F, ~128k) packets in which every
 # flow appears equally often, in random order (sluice-tracegen round robin, then shuffled by
-# bench/dataplane/pcap_shuffle.py). Processes, one at a time, with 1 forwarding lcore:
+# bench/dataplane/pcap_shuffle.py); an entry F:P of --flows asks for exactly P packets instead
+# (e.g. 8192:8192, a cache-resident trace of 8k packets from 8k flows). Every trace has
+# 0 as the destination MAC's last byte and 256 IPv4 destinations (pcap_shuffle.py
+# --peer-fields: what qos_meter reads; no other process looks at them). Processes, one at a
+# time, with 1 forwarding lcore:
 #   testpmd io       --forward-mode=io (reference: the cost of the vdevs alone)
 #   testpmd macswap  --forward-mode=macswap (touches every frame, as sluiced does)
 #   sluiced          bench/dataplane/rules.yaml: one per-flow token bucket (key 5-tuple,
@@ -29,8 +34,19 @@
 # shows 1.0 unless something else took its CPU (then its Mpps are low for that reason).
 # --breakdown: sluiced at the largest F also with bench/dataplane/rules-no-rules.yaml (no
 # rule: fixed cost) and rules-aggregate.yaml (key: none: no flow table), 1 worker.
+# --peers: per F also, 1 lcore, DPDK's examples/qos_meter (srTCM colour-blind per destination
+# with rte_meter; built from Debian dpdk-doc's source into $WORK by
+# bench/dataplane/qos_meter_build.sh, which patches only what the vdevs need) and sluiced with
+# bench/dataplane/rules-srtcm.yaml, the same work as a rule (one srtcm per destination).
 # --burst N: packets per RX burst for both, sluiced --burst N and testpmd --burst=N (default
 # 32, both programs' default).
+# --rules-scale "N...": instead of all the above, sluiced alone (1 worker) with N keyed rules
+# (key: src-ip, no max-flows, no --flows: each rule gets the default capacity), the only
+# matching rule last, in the three shapes of bench/core_classifier.cpp (prefix, port-range,
+# mix; bench/dataplane/rules_scale.py writes them), on a 1,000-flow trace from 192.0.2.0/22
+# to port 53 (132,000 packets); Mpps, ns/packet, RSS when packets first flow and at the end
+# (and sluiced's "flow tables: ..." line, if it prints one).
+# --no-wait: skip the wait for a quiet machine (a quick check of the script, not a record).
 # --profile: afterwards `perf record -e cpu-clock -g` on sluiced (1 worker) at the largest F
 # and the top of `perf report`.
 #
@@ -53,6 +69,9 @@ WARMUP=2
 DURATION=5
 TWO_WORKERS=1
 BREAKDOWN=0
+PEERS=0
+RULES_SCALE=""
+WAIT=1
 PROFILE=0
 BURST=32
 MIN_PACKETS=131072
@@ -74,6 +93,9 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --no-two-workers) TWO_WORKERS=0; shift ;;
     --breakdown) BREAKDOWN=1; shift ;;
+    --peers) PEERS=1; shift ;;
+    --no-wait) WAIT=0; shift ;;
+    --rules-scale) RULES_SCALE=$2; shift 2 ;;
     --profile) PROFILE=1; shift ;;
     --burst) BURST=$2; shift 2 ;;
     -h|--help) usage ;;
@@ -130,23 +152,66 @@ TRACEGEN=$BUILD/tools/sluice-tracegen
 
 # ------------------------------------------------------------------------------ traces
 
-packets_for() {  # every flow the same number of times, at least MIN_PACKETS in all
-  local f=$1
-  echo $(((MIN_PACKETS + f - 1) / f * f))
-}
+# FLOWS entries: F (every flow the same number of times, at least MIN_PACKETS in all) or F:P.
+declare -A PACKETS=()
+TRACES=""
+for entry in $FLOWS; do
+  f=${entry%%:*}
+  if [[ $entry == *:* ]]; then p=${entry#*:}; else p=$(((MIN_PACKETS + f - 1) / f * f)); fi
+  [[ $f =~ ^[0-9]+$ && $p =~ ^[0-9]+$ ]] && ((f > 0 && p >= f)) ||
+    die "--flows entry '$entry': want F or F:P with P >= F > 0"
+  [ -z "${PACKETS[$f]:-}" ] || die "--flows: $f flows given twice"
+  PACKETS[$f]=$p
+  TRACES="$TRACES $f:$p"
+done
+FLOWS=$(for entry in $TRACES; do echo "${entry%%:*}"; done | tr '\n' ' ')
+[ -n "$RULES_SCALE" ] && FLOWS=""  # its own trace only
+
+# Memory first, before minutes of trace generation: net_pcap infinite_rx=1 holds every trace
+# packet in an mbuf of the default data room (~2.4 KB of hugepage memory each, whatever the
+# frame size), so 10M packets would need ~24 GB. Refuse what this machine cannot hold.
+need_packets=$(((MIN_PACKETS + 999) / 1000 * 1000))
+for f in $FLOWS; do ((PACKETS[$f] > need_packets)) && need_packets=${PACKETS[$f]}; done
+need_mb=$(((need_packets + 32768) * 2500 / 1048576 + 384))
+avail_mb=$(($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) / 1024 + \
+  $(cat "$HP_DIR/free_hugepages") * 2))
+if ((need_mb * 10 > avail_mb * 8)); then
+  die "a trace of $need_packets packets needs ~$need_mb MB of hugepages for its mbufs (one \
+mbuf of ~2.4 KB per packet for net_pcap infinite_rx), more than 80% of the $avail_mb MB available"
+fi
 
 MAX_PACKETS=0
 for f in $FLOWS; do
-  p=$(packets_for "$f")
+  p=${PACKETS[$f]}
   ((p > MAX_PACKETS)) && MAX_PACKETS=$p
   log "trace: $f flows, $p packets of 64 bytes"
   "$TRACEGEN" --out "$WORK/f$f.rr.pcap" --flows "$f" --packets "$p" --size 64 >/dev/null
   python3 bench/dataplane/pcap_shuffle.py "$WORK/f$f.rr.pcap" "$WORK/f$f.pcap" --seed 1 \
-    --split "$WORK/f$f"
+    --split "$WORK/f$f" --peer-fields
   rm -f "$WORK/f$f.rr.pcap"
 done
+SCALE_FLOWS=1000
+if [ -n "$RULES_SCALE" ]; then
+  p=$(((MIN_PACKETS + SCALE_FLOWS - 1) / SCALE_FLOWS * SCALE_FLOWS))
+  ((p > MAX_PACKETS)) && MAX_PACKETS=$p
+  log "trace: rules at scale, $SCALE_FLOWS flows from 192.0.2.0/22, $p packets of 64 bytes"
+  "$TRACEGEN" --out "$WORK/scale.rr.pcap" --flows "$SCALE_FLOWS" --packets "$p" --size 64 \
+    --src-base 192.0.2.0 >/dev/null
+  python3 bench/dataplane/pcap_shuffle.py "$WORK/scale.rr.pcap" "$WORK/scale.pcap" --seed 1
+  rm -f "$WORK/scale.rr.pcap"
+  for n in $RULES_SCALE; do
+    for shape in prefix port-range mix; do
+      python3 bench/dataplane/rules_scale.py "$shape" "$n" "$WORK/scale-$shape-$n.yaml"
+    done
+  done
+fi
 # One mbuf per trace packet (net_pcap keeps them), plus rings, caches and bursts in flight.
 MBUFS=$((MAX_PACKETS + 32768))
+QOS_METER=$WORK/qos_meter/build/qos_meter
+if ((PEERS)); then
+  log "building DPDK's examples/qos_meter (NB_MBUF $MBUFS) in $WORK/qos_meter"
+  bench/dataplane/qos_meter_build.sh "$WORK/qos_meter" "$MBUFS"
+fi
 
 # ------------------------------------------------------------------------------ hugepages
 
@@ -186,19 +251,24 @@ cpu_ticks() {
 }
 
 RESULTS=$WORK/results.csv
-echo "flows,workers,kind,rep,mpps,cpu,rss_kib,conform_pct,active_flows,evicted,load1" >"$RESULTS"
+echo "flows,workers,kind,rep,mpps,cpu,rss_kib,conform_pct,active_flows,evicted,load1,rss_start_kib,tables" >"$RESULTS"
 HZ=$(getconf CLK_TCK)
 
 # run KIND FLOWS WORKERS REP [RULES]: starts one process, measures, stops it, appends a CSV row.
-# KIND: io | macswap (testpmd) | sluiced | floor (sluice-flow-floor)
+# KIND: io | macswap (testpmd) | sluiced | floor (sluice-flow-floor) | qos_meter (1 worker) |
+#   scale (sluiced, 1 worker, RULES on the rules-at-scale trace, default flow capacity)
 run() {
   local kind=$1 f=$2 w=$3 rep=$4 rules=${5:-$RULES}
   RUN_SEQ=$((RUN_SEQ + 1))
   local prefix="$PREFIX_BASE-$RUN_SEQ" lcores rx report="$WORK/report-$RUN_SEQ.json"
   local out="$WORK/run-$RUN_SEQ-$kind-f$f-w$w.log"
-  if ((w == 1)); then
+  if [ "$kind" = qos_meter ]; then
+    lcores=(-l 1)  # it refuses more than one lcore; its main lcore forwards
+    rx="rx_pcap=$WORK/f$f.pcap"
+  elif ((w == 1)); then
     lcores=(-l "0,1")
     rx="rx_pcap=$WORK/f$f.pcap"
+    [ "$kind" = scale ] && rx="rx_pcap=$WORK/scale.pcap"
   else
     lcores=(--lcores '0@(0,1),1@0,2@1')  # main lcore floats; workers pinned to CPUs 0 and 1
     rx="rx_pcap=$WORK/f$f.q0.pcap,rx_pcap=$WORK/f$f.q1.pcap"
@@ -222,6 +292,13 @@ run() {
       "$FLOOR" "${eal[@]}" -- --flows "$f" --mbufs "$MBUFS" --burst "$BURST" \
         </dev/null >"$out" 2>&1 &
       ;;
+    scale)
+      "$SLUICED" "${eal[@]}" -- --config "$rules" --mbufs "$MBUFS" --burst "$BURST" \
+        --report "$report" </dev/null >"$out" 2>&1 &
+      ;;
+    qos_meter)  # -p 3: RX port 0, TX port 1; bursts of 32 are compiled in
+      "$QOS_METER" "${eal[@]}" -- -p 3 </dev/null >"$out" 2>&1 &
+      ;;
   esac
   CHILD=$!
   # Up: telemetry answers and packets flow (net_pcap first loads the whole trace).
@@ -233,6 +310,8 @@ run() {
     ((SECONDS < deadline)) || die "$kind: no packets after 120 s (log $out)"
     sleep 0.5
   done
+  local rss_start tables=""
+  rss_start=$(awk '/^VmRSS:/ {print $2}' "/proc/$CHILD/status")
   sleep "$WARMUP"
   local o1 t1 o2 t2 rss c1 c2
   o1=$(tele_field "$prefix" opackets); t1=$(now_s); c1=$(cpu_ticks "$CHILD")
@@ -243,10 +322,11 @@ run() {
     perf record -e cpu-clock -g -p "$CHILD" -o "$WORK/perf.data" -- sleep "$DURATION" \
       >"$WORK/perf-record.log" 2>&1 || log "perf record failed: $(tail -1 "$WORK/perf-record.log")"
   fi
-  kill -INT "$CHILD"
+  # qos_meter has no signal handler, and a background job of a script ignores SIGINT.
+  if [ "$kind" = qos_meter ]; then kill -TERM "$CHILD"; else kill -INT "$CHILD"; fi
   local i=0
   while kill -0 "$CHILD" 2>/dev/null && ((i < 200)); do sleep 0.1; i=$((i + 1)); done
-  kill -0 "$CHILD" 2>/dev/null && { log "$kind did not stop on SIGINT; killing"; kill -KILL "$CHILD"; }
+  kill -0 "$CHILD" 2>/dev/null && { log "$kind did not stop; killing"; kill -KILL "$CHILD"; }
   wait "$CHILD" 2>/dev/null || true
   CHILD=""
   rm -rf "/var/run/dpdk/$prefix"
@@ -258,7 +338,7 @@ run() {
 import json, sys
 rules = json.load(open(sys.argv[1]))["rules"]
 if rules:
-    r = rules[0]
+    r = max(rules, key=lambda r: r["matched_packets"])  # the rule the trace matches
     print(f"{100 * r['conformed_packets'] / max(1, r['matched_packets']):.3f}", r["active_flows"], r["flows_evicted"])
 else:
     print()
@@ -267,21 +347,47 @@ EOF
   fi
   local tag=$kind
   [ "$rules" != "$RULES" ] && tag="$kind:$(basename "$rules" .yaml)"
-  echo "$f,$w,$tag,$rep,$mpps,$cpu,$rss,$conform,$active,$evicted,$load1" >>"$RESULTS"
+  # "sluiced: flow tables: N MB for M flows (...)", commas out (a CSV field)
+  tables=$(grep -o 'flow tables: .*' "$out" | head -1 | tr -d ',' || true)
+  echo "$f,$w,$tag,$rep,$mpps,$cpu,$rss,$conform,$active,$evicted,$load1,$rss_start,$tables" >>"$RESULTS"
   log "$(printf '%-12s flows %-8s workers %s rep %s: %7s Mpps  CPU %s  RSS %s KiB  conform %s%%  load %s' \
     "$tag" "$f" "$w" "$rep" "$mpps" "$cpu" "$rss" "${conform:--}" "$load1")"
 }
 
 log "load average $(cut -d' ' -f1-3 /proc/loadavg); waiting for a quiet machine"
-bench_wait_for_quiet bench_dataplane
+((WAIT)) && bench_wait_for_quiet bench_dataplane
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 PROFILE_NOW=0
+if [ -n "$RULES_SCALE" ]; then
+  for rep in $(seq 1 "$REPS"); do
+    for n in $RULES_SCALE; do
+      for shape in prefix port-range mix; do
+        run scale "$SCALE_FLOWS" 1 "$rep" "$WORK/scale-$shape-$n.yaml"
+      done
+    done
+  done
+  LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+  python3 bench/dataplane/rules_scale_table.py "$RESULTS" "$RULES_SCALE"
+  cat <<EOF
+
+- command: \`$COMMAND\`, $REPS repetitions of ${DURATION} s after ${WARMUP} s warm-up, bursts of $BURST, runs interleaved
+- machine: $(nproc) CPUs, $(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), kernel $(uname -r), DPDK $(pkg-config --modversion libdpdk 2>/dev/null || echo '?')
+- date: $DATE; load average at start: $LOAD_START, at end: $LOAD_END
+- sluiced: $(git log -1 --format='%h %s' 2>/dev/null | cut -c1-80) (+ working tree)
+- raw results: $RESULTS
+EOF
+  exit 0
+fi
 KINDS1="io macswap sluiced floor"
 LARGEST=$(echo "$FLOWS" | tr ' ' '\n' | sort -n | tail -1)
 for rep in $(seq 1 "$REPS"); do
   for f in $FLOWS; do
     for kind in $KINDS1; do run "$kind" "$f" 1 "$rep"; done
+    if ((PEERS)); then
+      run qos_meter "$f" 1 "$rep"
+      run sluiced "$f" 1 "$rep" bench/dataplane/rules-srtcm.yaml
+    fi
     if ((TWO_WORKERS)); then
       for kind in io macswap sluiced; do run "$kind" "$f" 2 "$rep"; done
     fi
@@ -308,12 +414,13 @@ fi
 
 # ------------------------------------------------------------------------------ report
 
-python3 - "$RESULTS" "$FLOWS" "$TWO_WORKERS" "$MIN_PACKETS" <<'EOF'
+python3 - "$RESULTS" "$TRACES" "$TWO_WORKERS" "$PEERS" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-flows = [int(f) for f in sys.argv[2].split()]
+traces = {int(f): int(p) for f, p in (e.split(":") for e in sys.argv[2].split())}
+flows = list(traces)
 two = sys.argv[3] == "1"
-min_packets = int(sys.argv[4])
+peers = sys.argv[4] == "1"
 largest = max(flows)
 
 def vals(f, w, kind, field="mpps"):
@@ -336,8 +443,13 @@ def cpu(f, w, kind):
 def ratio(a, b):
     return f"**{med(a) / med(b):.2f}x**" if a and b else "-"
 
+def per_cpu(f, w, kind):  # Mpps per CPU the process got, per repetition
+    return [float(r["mpps"]) / float(r["cpu"]) for r in rows
+            if int(r["flows"]) == f and int(r["workers"]) == w and r["kind"] == kind
+            and r["rep"] != "profile" and r["cpu"] and float(r["cpu"]) > 0]
+
 def packets(f):
-    return (min_packets + f - 1) // f * f
+    return traces[f]
 
 print("Mpps forwarded port 0 -> 1 by 1 forwarding lcore, median (min-max); CPU: CPUs the "
       "process got (1.0 = its lcore ran all along):\n")
@@ -356,6 +468,27 @@ for f in flows:
     ev = vals(f, 1, "sluiced", "evicted")
     line += f" {med(conf):.2f}% |" if conf else " - |"
     print(line + (f" {med(ev):,.0f} |" if ev else " - |"))
+if peers:
+    print("\nBeside DPDK's examples/qos_meter (srTCM colour-blind per destination with rte_meter, "
+          "256 destinations, output colour written into every frame), 1 forwarding lcore, same "
+          "runs and traces as above; sluiced srtcm: bench/dataplane/rules-srtcm.yaml (one srtcm "
+          "per destination, qos_meter's CIR/CBS/EBS). The last column divides each process's "
+          "Mpps by the CPUs it got (on a shared machine a busy-polling lcore may get less than "
+          "one):\n")
+    print("| flows | trace packets | testpmd macswap | flow floor | qos_meter (CPU) | "
+          "sluiced srtcm per destination (CPU) | **sluiced srtcm / qos_meter** | "
+          "qos_meter / macswap | sluiced token bucket per 5-tuple | sluiced token bucket / floor "
+          "| sluiced srtcm green | sluiced srtcm / qos_meter, Mpps per CPU |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for f in flows:
+        ms, fl, sl = vals(f, 1, "macswap"), vals(f, 1, "floor"), vals(f, 1, "sluiced")
+        qm, sr = vals(f, 1, "qos_meter"), vals(f, 1, "sluiced:rules-srtcm")
+        green = vals(f, 1, "sluiced:rules-srtcm", "conform_pct")
+        print(f"| {f:,} | {packets(f):,} | {cell(ms)} | {cell(fl)} | {cell(qm)} "
+              f"({cpu(f, 1, 'qos_meter')}) | {cell(sr)} ({cpu(f, 1, 'sluiced:rules-srtcm')}) | "
+              f"{ratio(sr, qm)} | {ratio(qm, ms).strip('*')} | {cell(sl)} | "
+              f"{ratio(sl, fl).strip('*')} | {f'{med(green):.2f}%' if green else '-'} | "
+              f"{ratio(per_cpu(f, 1, 'sluiced:rules-srtcm'), per_cpu(f, 1, 'qos_meter')).strip('*')} |")
 if two:
     print("\nMpps with 2 forwarding lcores (trace split in two flow halves, one RX queue each):\n")
     print("| flows | testpmd io | testpmd macswap (CPU) | sluiced (CPU) | sluiced / macswap | sluiced 2 vs 1 worker |")

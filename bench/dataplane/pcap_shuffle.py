@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Benchmark helper (scripts/bench_dataplane.sh): random flow order for a sluice-tracegen trace.
 
-  pcap_shuffle.py IN.pcap OUT.pcap [--seed N] [--split PREFIX]
+  pcap_shuffle.py IN.pcap OUT.pcap [--seed N] [--split PREFIX] [--peer-fields]
 
 Permutes the frames of IN.pcap (timestamps stay in order, only the frames move), so a
 round-robin trace in which every flow appears equally often becomes a random-order trace that
 still holds every flow. --split also writes PREFIX.q0.pcap and PREFIX.q1.pcap, the frames whose
 IPv4 source address is even / odd: two disjoint flow sets of equal size, one per RX queue, as
 RSS would spread them (net_pcap has no RSS).
+--peer-fields first rewrites two fields for DPDK's examples/qos_meter, which reads them by
+offset: the destination MAC's last byte (its input colour) becomes 0 = green, and the IPv4
+destination's last byte (its flow index, 256 flows) becomes the source's last byte, so the
+trace has 256 destinations (with the IPv4 header checksum fixed). Flows stay as many as
+before: the destination is a function of the source.
 """
 import argparse
 import random
@@ -39,14 +44,31 @@ def write_pcap(path, header, stamps, frames):
             f.write(frame)
 
 
+def peer_fields(frame):
+    """Untagged IPv4 (tracegen's default): dst MAC byte 5, src/dst IPv4 at 26..29/30..33."""
+    f = bytearray(frame)
+    f[5] = 0
+    f[33] = f[29]
+    ihl = (f[14] & 0x0F) * 4
+    f[24:26] = b"\0\0"
+    total = sum(struct.unpack_from(f"!{ihl // 2}H", f, 14))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    struct.pack_into("!H", f, 24, ~total & 0xFFFF)
+    return bytes(f)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("inp")
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--split")
+    ap.add_argument("--peer-fields", action="store_true")
     a = ap.parse_args()
     header, stamps, frames = read_pcap(a.inp)
+    if a.peer_fields:
+        frames = [(orig, peer_fields(fr)) for orig, fr in frames]
     random.Random(a.seed).shuffle(frames)
     write_pcap(a.out, header, stamps, frames)
     if a.split:

@@ -348,13 +348,29 @@ int Classifier::classify(const ParsedFrame& pf, uint16_t ingress_port) const {
   return intersect(maps, n);
 }
 
-CachedResult& Classifier::remembered(const Offset* maps, unsigned n) const {
-  uint64_t h = id_ * 0x9e3779b97f4a7c15ull + n;
-  for (unsigned i = 0; i < n; ++i) h = (h ^ maps[i]) * 0xff51afd7ed558ccdull;
+template <unsigned kN>
+CachedResult& Classifier::remembered(const Offset* maps) const {
+  uint64_t h = id_ * 0x9e3779b97f4a7c15ull + kN;
+  for (unsigned i = 0; i < kN; ++i) h = (h ^ maps[i]) * 0xff51afd7ed558ccdull;
   return t_cache[(h >> 40) % kCacheEntries];
 }
 
 int Classifier::intersect(const Offset* maps, unsigned n) const {
+  switch (n) {  // classify() looks up 1 to 8 fields
+    case 1: return intersect_n<1>(maps);
+    case 2: return intersect_n<2>(maps);
+    case 3: return intersect_n<3>(maps);
+    case 4: return intersect_n<4>(maps);
+    case 5: return intersect_n<5>(maps);
+    case 6: return intersect_n<6>(maps);
+    case 7: return intersect_n<7>(maps);
+    default: return intersect_n<8>(maps);
+  }
+}
+
+template <unsigned kN>
+int Classifier::intersect_n(const Offset* maps) const {
+  constexpr unsigned n = kN;
   const uint64_t* a = arena_.data();
   const size_t words_at = 1 + summary_words_;
   // No rule below the highest of the fields' lowest rules can be in every field; that rule
@@ -365,13 +381,16 @@ int Classifier::intersect(const Offset* maps, unsigned n) const {
   {
     const size_t w = words_at + floor / 64;
     const uint64_t bit = uint64_t{1} << (floor % 64);
-    bool all = true;
-    for (unsigned i = 0; i < n; ++i) all &= (a[maps[i] + w] & bit) != 0;
-    if (all) return int(floor);
+    uint64_t x = a[maps[0] + w];
+    for (unsigned i = 1; i < n; ++i) x &= a[maps[i] + w];
+    if (x & bit) return int(floor);
   }
-  // Set once a second candidate word is needed: from then on the answer is worth
-  // remembering, and may already be remembered.
-  CachedResult* memo = nullptr;
+  // Past the floor the walk may visit many words (each field alone letting most rules
+  // through): look for a remembered answer before it, not after its first word. Only
+  // answers that needed a second candidate word are stored, so cheap ones evict no costly.
+  CachedResult& memo = remembered<kN>(maps);
+  if (memo.owner == id_ && memo.n == n && std::equal(maps, maps + n, memo.maps))
+    return memo.result;
   unsigned visited = 0;
   int result = -1;
   const size_t first_word = floor / 64;
@@ -380,11 +399,7 @@ int Classifier::intersect(const Offset* maps, unsigned n) const {
     for (unsigned i = 1; i < n; ++i) candidates &= a[maps[i] + 1 + s];
     if (s == first_word / 64) candidates &= ~uint64_t{0} << (first_word % 64);
     while (candidates) {
-      if (++visited == 2) {
-        memo = &remembered(maps, n);
-        if (memo->owner == id_ && memo->n == n && std::equal(maps, maps + n, memo->maps))
-          return memo->result;
-      }
+      ++visited;
       const size_t k = s * 64 + size_t(__builtin_ctzll(candidates));
       const size_t at = words_at + k;
       uint64_t x = a[maps[0] + at];
@@ -396,11 +411,11 @@ int Classifier::intersect(const Offset* maps, unsigned n) const {
       candidates &= candidates - 1;
     }
   }
-  if (memo) {
-    memo->owner = id_;
-    memo->n = n;
-    std::copy(maps, maps + n, memo->maps);
-    memo->result = result;
+  if (visited >= 2) {
+    memo.owner = id_;
+    memo.n = n;
+    std::copy(maps, maps + n, memo.maps);
+    memo.result = result;
   }
   return result;
 }

@@ -17,7 +17,8 @@
 //    of rules, each on a different field), the summaries cannot tell and the intersection
 //    visits many words. Such results are remembered per thread, keyed by the bitmaps' offsets
 //    (a frame's answer depends only on them): a direct-mapped cache of 1,024 entries, looked
-//    at only once an intersection needs a second candidate word.
+//    at as soon as the fields' highest lowest rule is not the answer (before any word is
+//    walked), and filled only with answers that needed a second candidate word.
 //  - Up to kLinearRules rules (built from the rules, not from bare tables), a walk over the
 //    rules in order is cheaper than any lookup: each rule tests all of its exact fields with
 //    one mask-and-compare of the frame's match word (frame.hpp), and only prefixes and port
@@ -78,10 +79,14 @@ class Classifier {
   };
   static LinearRule compile_linear(const Match& m);
   int classify_linear(const ParsedFrame& pf, uint16_t ingress_port) const;
-  // Above 64 rules: the summaries, then the candidate words.
+  // Above 64 rules: the summaries, then the candidate words. kN (the number of bitmaps, 1 to
+  // 8) is a template argument so that the loops over the fields unroll.
   int intersect(const Offset* maps, unsigned n) const;
+  template <unsigned kN>
+  int intersect_n(const Offset* maps) const;
   // This thread's cache slot for a set of bitmaps.
-  classifier_detail::CachedResult& remembered(const Offset* maps, unsigned n) const;
+  template <unsigned kN>
+  classifier_detail::CachedResult& remembered(const Offset* maps) const;
 
   std::array<LinearRule, kLinearRules> linear_{};
   uint32_t linear_count_ = 0;
