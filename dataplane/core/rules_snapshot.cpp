@@ -116,7 +116,7 @@ std::string duration_text(uint64_t ns) {
   return std::to_string(ns) + "ns";
 }
 
-std::shared_ptr<RuleState> new_state(const Rule& r, SnapshotContext& ctx) {
+Result<std::shared_ptr<RuleState>> new_state(const Rule& r, SnapshotContext& ctx) {
   auto st = std::make_shared<RuleState>();
   st->id = (*ctx.next_state_id)++;
   // Per state, not per position: a rule keeps its seed (and so its flows' places) whatever
@@ -125,8 +125,10 @@ std::shared_ptr<RuleState> new_state(const Rule& r, SnapshotContext& ctx) {
   if (r.key != KeyMode::none) {
     const uint64_t cap = r.max_flows ? r.max_flows : ctx.opts->default_max_flows;
     // Meters keep two bucket words per flow, every other algorithm one.
-    st->flows = std::make_unique<FlowTable>(cap, r.idle_timeout_ns, uint64_t{1'000'000},
-                                            r.is_meter() ? 2u : 1u);
+    auto flows = FlowTable::create(cap, r.idle_timeout_ns, uint64_t{1'000'000},
+                                   r.is_meter() ? 2u : 1u);
+    if (!flows) return flows.error();
+    st->flows = std::make_unique<FlowTable>(std::move(flows).value());
     st->flows->set_single_writer(ctx.single_writer);
   }
   return st;
@@ -203,39 +205,36 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
   std::vector<bool> prev_kept(prev ? prev->compiled.size() : 0, false);
   std::vector<uint32_t> taken;
   const uint64_t first_id = *ctx.next_state_id;
-  try {
-    for (size_t i = 0; i < rs.size(); ++i) {
-      CompiledRule& cr = snap->compiled[i];
-      std::shared_ptr<RuleState> st;
-      if (auto it = prev_at.find(rs[i].name); it != prev_at.end()) {
-        const size_t j = it->second;
-        if (same_state_identity(prev->rules.rules[j], rs[i])) {
-          st = prev->states[j];
-          prev_kept[j] = true;
-          if (profile_changed(rs[i].algorithm, prev->compiled[j].p, cr.p))
-            snap->conversions.push_back({i, prev->compiled[j].p});
-        }
+  for (size_t i = 0; i < rs.size(); ++i) {
+    CompiledRule& cr = snap->compiled[i];
+    std::shared_ptr<RuleState> st;
+    if (auto it = prev_at.find(rs[i].name); it != prev_at.end()) {
+      const size_t j = it->second;
+      if (same_state_identity(prev->rules.rules[j], rs[i])) {
+        st = prev->states[j];
+        prev_kept[j] = true;
+        if (profile_changed(rs[i].algorithm, prev->compiled[j].p, cr.p))
+          snap->conversions.push_back({i, prev->compiled[j].p});
       }
-      if (!st) {
-        st = new_state(rs[i], ctx);
-        st->counter_slot = ctx.slots->take();
-        taken.push_back(st->counter_slot);
-        snap->fresh_slots.push_back(st->counter_slot);
-      }
-      cr.state = st.get();
-      cr.flows = st->flows.get();
-      cr.hash_seed = st->hash_seed;
-      cr.counter_slot = st->counter_slot;
-      snap->states.push_back(std::move(st));
     }
-  } catch (const std::bad_alloc&) {
-    for (uint32_t s : taken) ctx.slots->give_back(s);
-    *ctx.next_state_id = first_id;
-    return make_error("cannot allocate the flow tables of the new rules: out of memory");
-  } catch (const std::exception& e) {
-    for (uint32_t s : taken) ctx.slots->give_back(s);
-    *ctx.next_state_id = first_id;
-    return make_error(std::string("cannot create the flow tables of the new rules: ") + e.what());
+    if (!st) {
+      auto made = new_state(rs[i], ctx);
+      if (!made) {
+        for (uint32_t s : taken) ctx.slots->give_back(s);
+        *ctx.next_state_id = first_id;
+        return make_error("rule \"" + rs[i].name + "\": cannot create its flow table: " +
+                              made.error().message, made.error().kind);
+      }
+      st = std::move(made).value();
+      st->counter_slot = ctx.slots->take();
+      taken.push_back(st->counter_slot);
+      snap->fresh_slots.push_back(st->counter_slot);
+    }
+    cr.state = st.get();
+    cr.flows = st->flows.get();
+    cr.hash_seed = st->hash_seed;
+    cr.counter_slot = st->counter_slot;
+    snap->states.push_back(std::move(st));
   }
   if (!snap->conversions.empty()) snap->conversion_state.store(0, std::memory_order_relaxed);
 
