@@ -55,7 +55,7 @@ Status check_flow_memory(const RuleSet& rules, uint64_t default_max_flows,
                          uint64_t available_bytes) {
   FlowMemory m = flow_table_memory(rules, default_max_flows);
   if (m.bytes <= available_bytes) return Ok{};
-  return make_error("flow tables need " + format_memory_size(m.bytes) + " (" +
+  return invalid_input("flow tables need " + format_memory_size(m.bytes) + " (" +
                     std::to_string(m.bytes) + " bytes) for " + std::to_string(m.flows) +
                     " flows, more than the " + format_memory_size(available_bytes) + " (" +
                     std::to_string(available_bytes) +

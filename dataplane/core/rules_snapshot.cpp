@@ -168,7 +168,7 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
   const auto& rs = snap->rules.rules;
   const PipelineOptions& opts = *ctx.opts;
   if (opts.stale_read_tolerance_ns > kMaxDelayNs)
-    return make_error("stale-read tolerance must be at most 60 s");
+    return invalid_input("stale-read tolerance must be at most 60 s");
   snap->compiled.resize(rs.size());
   // Compile everything first: an error here must leave no state behind.
   for (size_t i = 0; i < rs.size(); ++i) {
@@ -177,18 +177,18 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     cr.sharing = ctx.single_writer ? Sharing::single_writer : Sharing::shared;
     cr.hash_fn = flow_hash_fn(rs[i].key);
     if (Status s = compile_profile(rs[i], cr.p); !s)
-      return make_error("rule \"" + rs[i].name + "\": " + s.error().message);
+      return invalid_input("rule \"" + rs[i].name + "\": " + s.error().message);
     for (sl_rate_profile* p : {&cr.p.rate, &cr.p.shaper.rate, &cr.p.meter.committed, &cr.p.meter.peak})
       set_stale_read_tolerance(*p, opts.stale_read_tolerance_ns);
     for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
       if (cr.chain_len == kMaxChain)
-        return make_error("rule \"" + rs[i].name + "\": parent chain deeper than " +
+        return invalid_input("rule \"" + rs[i].name + "\": parent chain deeper than " +
                           std::to_string(kMaxChain));
       cr.chain[cr.chain_len++] = at;
     }
     if (rs[i].algorithm == Algorithm::leaky_bucket) {
       if (ctx.shaping_horizon_ns != 0 && rs[i].max_delay_ns > ctx.shaping_horizon_ns)
-        return make_error("rule \"" + rs[i].name + "\": max-delay " +
+        return invalid_input("rule \"" + rs[i].name + "\": max-delay " +
                           duration_text(rs[i].max_delay_ns) + " is beyond the shaping horizon of " +
                           duration_text(ctx.shaping_horizon_ns) +
                           " this dataplane was started with (its timing wheels hold no longer "
