@@ -71,7 +71,7 @@ Answer<json> SocketBackend::ask(wire::Request request, int timeout_ms) const {
   addr.sun_family = AF_UNIX;
   if (path_.empty() || path_.size() >= sizeof addr.sun_path)
     return Answer<json>(invalid_input(where + "a socket path must be 1 to " +
-                                   std::to_string(sizeof addr.sun_path - 1) + " bytes long"));
+                                      std::to_string(sizeof addr.sun_path - 1) + " bytes long"));
   std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
   Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Answer<json>(make_error(where + "socket: " + std::strerror(errno)));

@@ -149,13 +149,13 @@ Status check_outputs(const std::vector<NamedPath>& inputs, const std::vector<Nam
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (same_file(id, input_ids[k]))
         return invalid_input(out.option + " " + out.path + " is the same file as " +
-                          inputs[k].option + " " + inputs[k].path +
-                          ": refusing to overwrite an input");
+                             inputs[k].option + " " + inputs[k].path +
+                             ": refusing to overwrite an input");
     }
     for (size_t k = 0; k < i; ++k) {
       if (same_file(id, output_ids[k]))
         return invalid_input(outputs[k].option + " " + outputs[k].path + " and " + out.option + " " +
-                          out.path + " are the same file: refusing to write both to it");
+                             out.path + " are the same file: refusing to write both to it");
     }
     output_ids.push_back(id);
   }

@@ -183,16 +183,16 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
       if (cr.chain_len == kMaxChain)
         return invalid_input("rule \"" + rs[i].name + "\": parent chain deeper than " +
-                          std::to_string(kMaxChain));
+                             std::to_string(kMaxChain));
       cr.chain[cr.chain_len++] = at;
     }
     if (rs[i].algorithm == Algorithm::leaky_bucket) {
       if (ctx.shaping_horizon_ns != 0 && rs[i].max_delay_ns > ctx.shaping_horizon_ns)
         return invalid_input("rule \"" + rs[i].name + "\": max-delay " +
-                          duration_text(rs[i].max_delay_ns) + " is beyond the shaping horizon of " +
-                          duration_text(ctx.shaping_horizon_ns) +
-                          " this dataplane was started with (its timing wheels hold no longer "
-                          "delays; start it with a rule of that max-delay to raise it)");
+                             duration_text(rs[i].max_delay_ns) + " is beyond the shaping horizon of " +
+                             duration_text(ctx.shaping_horizon_ns) +
+                             " this dataplane was started with (its timing wheels hold no longer "
+                             "delays; start it with a rule of that max-delay to raise it)");
       snap->max_delay_ns = std::max(snap->max_delay_ns, rs[i].max_delay_ns);
     }
   }

@@ -28,7 +28,7 @@ std::string printable_ascii(const std::string& msg) {
 
 Error Messages::at(int line, const std::string& msg) const {
   return invalid_input(file_ + ":" + std::to_string(line < 1 ? 1 : line) + ": " +
-                    printable_ascii(msg));
+                       printable_ascii(msg));
 }
 
 Error Messages::whole(const std::string& msg) const {

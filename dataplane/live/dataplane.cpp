@@ -127,11 +127,11 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
   const uint64_t needed = mbufs_needed(*plan, config, lcores->size(), pooled_wheel);
   if (config.mbufs > kMaxPoolMbufs)
     return invalid_input("--mbufs " + std::to_string(config.mbufs) + ": at most " +
-                      std::to_string(kMaxPoolMbufs) + " mbufs fit in one pool");
+                         std::to_string(kMaxPoolMbufs) + " mbufs fit in one pool");
   if (config.mbufs != 0 && config.mbufs < needed)
     return invalid_input("--mbufs " + std::to_string(config.mbufs) + " is too few: the descriptor "
-                      "rings, bursts, TX buffers" + std::string(pooled_wheel ? ", shaper" : "") +
-                      " and lcore caches of this set-up need at least " + std::to_string(needed));
+                         "rings, bursts, TX buffers" + std::string(pooled_wheel ? ", shaper" : "") +
+                         " and lcore caches of this set-up need at least " + std::to_string(needed));
   const unsigned n_mbufs = config.mbufs != 0 ? unsigned(config.mbufs) : pool_size(needed);
 
   // Set-up: from here on a failure is the system's (runtime errors).

@@ -31,7 +31,7 @@ Result<std::unique_ptr<Eal>> Eal::init(const std::vector<std::string>& args) {
   if (parsed + 1 < argc) {
     // getopt may have permuted argv: the leftovers are the ones after the parsed part.
     return invalid_input("unexpected EAL argument '" + std::string(argv[size_t(parsed) + 1]) +
-                      "' (sluiced's own options go after \"--\")");
+                         "' (sluiced's own options go after \"--\")");
   }
   return eal;
 }
