@@ -16,18 +16,15 @@
 
 namespace sluice::ctl {
 
-// Which exit code an error deserves (SPEC §1): 2 for bad usage or invalid input, 1 otherwise
-// (the backend is unreachable, cannot do it, or the rules moved on meanwhile).
-enum class Failure { usage, runtime };
-
-// A backend's answer: the value, or an error with the exit class it deserves.
+// A backend's answer: the value, or an error whose kind (result.hpp) says which exit code it
+// deserves: invalid_input for bad usage or input, runtime otherwise (the backend is
+// unreachable, cannot do it, or the rules moved on meanwhile).
 template <class T>
 struct Answer {
   Result<T> value;
-  Failure failure = Failure::runtime;  // when !value
 
   Answer(T v) : value(std::move(v)) {}  // NOLINT(google-explicit-constructor)
-  Answer(Error e, Failure f = Failure::runtime) : value(std::move(e)), failure(f) {}
+  Answer(Error e) : value(std::move(e)) {}  // NOLINT(google-explicit-constructor)
   explicit operator bool() const { return value.ok(); }
 };
 

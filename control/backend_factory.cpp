@@ -13,8 +13,7 @@ Answer<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice) {
 #else
   if (!choice.xdp_iface.empty())
     return Answer<std::unique_ptr<Backend>>(
-        make_error("--xdp " + choice.xdp_iface + ": the XDP backend is not available in this build"),
-        Failure::usage);
+        invalid_input("--xdp " + choice.xdp_iface + ": the XDP backend is not available in this build"));
 #endif
   return std::unique_ptr<Backend>(std::make_unique<SocketBackend>(choice.socket_path));
 }

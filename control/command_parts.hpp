@@ -14,11 +14,11 @@ inline void print(CommandContext& c, const std::string& text) {
 
 template <class T>
 Answer<Ok> failed(const Answer<T>& a) {
-  return Answer<Ok>(a.value.error(), a.failure);
+  return Answer<Ok>(a.value.error());
 }
 
 inline Answer<Ok> usage_error(std::string message) {
-  return Answer<Ok>(make_error(std::move(message)), Failure::usage);
+  return Answer<Ok>(invalid_input(std::move(message)));
 }
 
 // The write commands (write_commands.cpp).

@@ -1,5 +1,5 @@
 // sluicectl: the only place that turns errors into exit codes (SPEC §1: 0 success, 1 runtime
-// failure, 2 bad usage or invalid input).
+// failure, 2 bad usage or invalid input), by the error's kind (result.hpp: exit_code).
 #include <net/if.h>
 #include <sys/un.h>
 
@@ -11,9 +11,8 @@
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitRuntime = 1;
-constexpr int kExitUsage = 2;
+using sluice::kExitOk;
+constexpr int kExitUsage = sluice::kExitInvalidInput;
 // sockaddr_un::sun_path holds the path and its terminating NUL; IFNAMSIZ likewise.
 constexpr size_t kMaxSocketPathBytes = sizeof(sockaddr_un::sun_path) - 1;
 constexpr size_t kMaxInterfaceNameBytes = IFNAMSIZ - 1;
@@ -72,7 +71,7 @@ int main(int argc, char** argv) {
     auto made = make_backend(cli->backend);
     if (!made) {
       std::fprintf(stderr, "sluicectl: %s\n", made.value.error().message.c_str());
-      return made.failure == Failure::usage ? kExitUsage : kExitRuntime;
+      return sluice::exit_code(made.value.error());
     }
     backend = std::move(made.value).value();
   }
@@ -82,7 +81,7 @@ int main(int argc, char** argv) {
   auto done = command->run(context);
   if (!done) {
     std::fprintf(stderr, "sluicectl: %s\n", done.value.error().message.c_str());
-    return done.failure == Failure::usage ? kExitUsage : kExitRuntime;
+    return sluice::exit_code(done.value.error());
   }
   return kExitOk;
 }

@@ -46,13 +46,14 @@ int64_t now_ms() {
       .count();
 }
 
-Failure failure_of(wire::ErrorKind kind) {
-  return kind == wire::ErrorKind::usage || kind == wire::ErrorKind::invalid ? Failure::usage
-                                                                           : Failure::runtime;
+// The protocol's finer error kinds, as the exit class they deserve.
+ErrorKind kind_of(wire::ErrorKind kind) {
+  return kind == wire::ErrorKind::usage || kind == wire::ErrorKind::invalid ? ErrorKind::invalid_input
+                                                                           : ErrorKind::runtime;
 }
 
 Answer<AppliedChange> applied_change(const Answer<json>& a) {
-  if (!a) return Answer<AppliedChange>(a.value.error(), a.failure);
+  if (!a) return Answer<AppliedChange>(a.value.error());
   auto gen = a.value->find("generation");
   auto diff_j = a.value->find("diff");
   if (gen == a.value->end() || !gen->is_number_unsigned() || diff_j == a.value->end())
@@ -69,9 +70,8 @@ Answer<json> SocketBackend::ask(wire::Request request, int timeout_ms) const {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path_.empty() || path_.size() >= sizeof addr.sun_path)
-    return Answer<json>(make_error(where + "a socket path must be 1 to " +
-                                   std::to_string(sizeof addr.sun_path - 1) + " bytes long"),
-                        Failure::usage);
+    return Answer<json>(invalid_input(where + "a socket path must be 1 to " +
+                                      std::to_string(sizeof addr.sun_path - 1) + " bytes long"));
   std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
   Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Answer<json>(make_error(where + "socket: " + std::strerror(errno)));
@@ -129,7 +129,7 @@ Answer<json> SocketBackend::ask(wire::Request request, int timeout_ms) const {
   auto reply = wire::decode_reply(*body);
   if (!reply) return Answer<json>(make_error(where + reply.error().message));
   if (!reply->ok)
-    return Answer<json>(make_error("sluiced: " + reply->error.message), failure_of(reply->error.kind));
+    return Answer<json>(make_error("sluiced: " + reply->error.message, kind_of(reply->error.kind)));
   return std::move(reply->result);
 }
 
@@ -137,7 +137,7 @@ Answer<CountersSnapshot> SocketBackend::stats() {
   wire::Request r;
   r.op = wire::Op::stats;
   auto a = ask(r, kReadTimeoutMs);
-  if (!a) return Answer<CountersSnapshot>(a.value.error(), a.failure);
+  if (!a) return Answer<CountersSnapshot>(a.value.error());
   auto text = a.value->find("counters");
   if (text == a.value->end() || !text->is_string())
     return Answer<CountersSnapshot>(make_error("sluiced: the stats reply has no counters"));
@@ -150,7 +150,7 @@ Answer<RuleSet> SocketBackend::rules() {
   wire::Request r;
   r.op = wire::Op::rules;
   auto a = ask(r, kReadTimeoutMs);
-  if (!a) return Answer<RuleSet>(a.value.error(), a.failure);
+  if (!a) return Answer<RuleSet>(a.value.error());
   auto text = a.value->find("rules");
   if (text == a.value->end() || !text->is_string())
     return Answer<RuleSet>(make_error("sluiced: the rules reply has no rules"));
@@ -206,7 +206,7 @@ Answer<RulesDiff> SocketBackend::diff_config(const std::string& text, const std:
   r.text = text;
   r.filename = filename;
   auto a = ask(std::move(r), kWriteTimeoutMs);
-  if (!a) return Answer<RulesDiff>(a.value.error(), a.failure);
+  if (!a) return Answer<RulesDiff>(a.value.error());
   auto d = a.value->find("diff");
   if (d == a.value->end()) return Answer<RulesDiff>(make_error("sluiced: the reply has no diff"));
   auto diff = wire::diff_from_json(*d);
@@ -220,7 +220,7 @@ Answer<std::vector<FlowRate>> SocketBackend::top_flows(const TopFlowsQuery& quer
   r.top = query;
   auto a = ask(std::move(r), kReadTimeoutMs);
   using A = Answer<std::vector<FlowRate>>;
-  if (!a) return A(a.value.error(), a.failure);
+  if (!a) return A(a.value.error());
   auto flows = a.value->find("flows");
   if (flows == a.value->end() || !flows->is_array()) return A(make_error("sluiced: the reply has no flows"));
   std::vector<FlowRate> out;

@@ -22,7 +22,7 @@ Answer<std::string> read_text(CommandContext& c, const std::string& file) {
   const bool stdin_text = file == "-";
   std::FILE* f = stdin_text ? c.in : std::fopen(file.c_str(), "rb");
   if (f == nullptr)
-    return Answer<std::string>(make_error(file + ": cannot open: " + std::strerror(errno)), Failure::usage);
+    return Answer<std::string>(invalid_input(file + ": cannot open: " + std::strerror(errno)));
   std::string text;
   char buf[65536];
   size_t n;
@@ -32,10 +32,9 @@ Answer<std::string> read_text(CommandContext& c, const std::string& file) {
   }
   const bool bad = std::ferror(f) != 0;
   if (!stdin_text) std::fclose(f);
-  if (bad) return Answer<std::string>(make_error(file + ": cannot read"), Failure::usage);
+  if (bad) return Answer<std::string>(invalid_input(file + ": cannot read"));
   if (text.size() > wire::kMaxFrameBytes - 4096)
-    return Answer<std::string>(make_error(file + ": larger than a request may carry (16 MiB)"),
-                               Failure::usage);
+    return Answer<std::string>(invalid_input(file + ": larger than a request may carry (16 MiB)"));
   return text;
 }
 

@@ -16,8 +16,7 @@ XdpCtlBackend::~XdpCtlBackend() = default;  // leaves the program attached (it i
 
 Answer<std::unique_ptr<Backend>> XdpCtlBackend::open(const std::string& iface) {
   if (if_nametoindex(iface.c_str()) == 0)
-    return Answer<std::unique_ptr<Backend>>(make_error("--xdp " + iface + ": no such interface"),
-                                            Failure::usage);
+    return Answer<std::unique_ptr<Backend>>(invalid_input("--xdp " + iface + ": no such interface"));
   auto be = xdp::XdpBackend::open(iface);
   if (!be) return Answer<std::unique_ptr<Backend>>(be.error());
   return std::unique_ptr<Backend>(new XdpCtlBackend(std::move(*be)));
@@ -41,14 +40,14 @@ Answer<CountersSnapshot> XdpCtlBackend::stats() {
 Answer<RuleSet> XdpCtlBackend::rules() { return be_->rules(); }
 
 Answer<AppliedChange> XdpCtlBackend::apply(Result<RuleSet> next, const WriteOptions& w) {
-  if (!next) return Answer<AppliedChange>(next.error(), Failure::usage);
+  if (!next) return Answer<AppliedChange>(with_kind(next.error(), ErrorKind::invalid_input));
   if (w.expect_generation && *w.expect_generation != be_->generation())
     return Answer<AppliedChange>(make_error("the rules changed meanwhile (generation " +
                                             std::to_string(be_->generation()) + ", expected " +
                                             std::to_string(*w.expect_generation) + ")"));
   AppliedChange change;
   change.diff = diff_rules(be_->rules(), *next);
-  if (Status s = be_->set_rules(*next); !s) return Answer<AppliedChange>(s.error(), Failure::usage);
+  if (Status s = be_->set_rules(*next); !s) return Answer<AppliedChange>(with_kind(s.error(), ErrorKind::invalid_input));
   change.generation = be_->generation();
   return change;
 }
@@ -78,7 +77,7 @@ Answer<AppliedChange> XdpCtlBackend::load_config(const std::string& text,
 Answer<RulesDiff> XdpCtlBackend::diff_config(const std::string& text,
                                              const std::string& filename) {
   auto next = load_rules_text(text, filename);
-  if (!next) return Answer<RulesDiff>(next.error(), Failure::usage);
+  if (!next) return Answer<RulesDiff>(with_kind(next.error(), ErrorKind::invalid_input));
   return diff_rules(be_->rules(), *next);
 }
 
@@ -88,8 +87,9 @@ Answer<std::vector<FlowRate>> XdpCtlBackend::top_flows(const TopFlowsQuery& quer
       query.rule.empty() || std::any_of(be_->rules().rules.begin(), be_->rules().rules.end(),
                                         [&](const Rule& r) { return r.name == query.rule; });
   auto top = be_->top_flows(query, std::chrono::milliseconds(250));
-  if (!top) return Answer<std::vector<FlowRate>>(top.error(),
-                                                 known_rule ? Failure::runtime : Failure::usage);
+  if (!top)
+    return Answer<std::vector<FlowRate>>(
+        with_kind(top.error(), known_rule ? ErrorKind::runtime : ErrorKind::invalid_input));
   return std::move(*top);
 }
 

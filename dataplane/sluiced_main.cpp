@@ -1,5 +1,5 @@
 // sluiced: the only place that turns errors into exit codes (SPEC §1: 0 success, 1 runtime
-// failure, 2 bad usage or invalid input).
+// failure, 2 bad usage or invalid input), by the error's kind (result.hpp: exit_code).
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -11,16 +11,14 @@
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitRuntime = 1;
-constexpr int kExitUsage = 2;
+using sluice::kExitInvalidInput;
+using sluice::kExitOk;
 
 int run_replay_mode(const sluice::ReplayOptions& opts, bool print_stats) {
-  sluice::ReplayFailure failure = sluice::ReplayFailure::runtime;
-  auto summary = sluice::run_replay(opts, &failure);
+  auto summary = sluice::run_replay(opts);
   if (!summary) {
     std::fprintf(stderr, "sluiced: %s\n", summary.error().message.c_str());
-    return failure == sluice::ReplayFailure::bad_input ? kExitUsage : kExitRuntime;
+    return sluice::exit_code(summary.error());
   }
   if (print_stats) {
     std::fputs(sluice::counters_to_table(summary->counters).c_str(), stdout);
@@ -46,10 +44,9 @@ int run_live_mode(const sluice::CliArgs& args) {
   opts.flows = args.flows;
   opts.mbufs = args.mbufs;
   opts.burst = args.burst;
-  sluice::LiveFailure failure = sluice::LiveFailure::runtime;
-  if (sluice::Status s = sluice::run_live(opts, &failure); !s) {
+  if (sluice::Status s = sluice::run_live(opts); !s) {
     std::fprintf(stderr, "sluiced: %s\n", s.error().message.c_str());
-    return failure == sluice::LiveFailure::usage ? kExitUsage : kExitRuntime;
+    return sluice::exit_code(s.error());
   }
   return kExitOk;
 }
@@ -62,7 +59,7 @@ int main(int argc, char** argv) {
   if (!args) {
     std::fprintf(stderr, "sluiced: %s\n%s", args.error().message.c_str(),
                  sluice::usage_text(program).c_str());
-    return kExitUsage;
+    return kExitInvalidInput;
   }
   switch (args->mode) {
     case sluice::RunMode::help:
@@ -73,5 +70,5 @@ int main(int argc, char** argv) {
     case sluice::RunMode::live:
       return run_live_mode(*args);
   }
-  return kExitUsage;
+  return kExitInvalidInput;
 }

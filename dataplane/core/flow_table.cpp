@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <limits>
 #include <new>
-#include <stdexcept>
+#include <cerrno>
+#include <cstring>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -70,17 +72,47 @@ bool relax(unsigned& spins) {
 
 }  // namespace
 
-FlowTable::FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns,
-                     unsigned state_words, unsigned slots_per_flow)
-    : capacity_(capacity), state_words_(state_words) {
+Result<FlowTable> FlowTable::create(uint64_t capacity, uint64_t idle_timeout_ns,
+                                    uint64_t min_evict_idle_ns, unsigned state_words,
+                                    unsigned slots_per_flow) {
   if (state_words != 1 && state_words != 2)
-    throw std::invalid_argument("flow table: state_words must be 1 or 2");
+    return invalid_input("flow table: state_words must be 1 or 2");
   if (slots_per_flow < 1 || slots_per_flow > 8)
-    throw std::invalid_argument("flow table: slots_per_flow must be in [1, 8]");
-  stride_words_ = kWays * (1 + state_words);
+    return invalid_input("flow table: slots_per_flow must be in [1, 8]");
+  if (capacity > kMaxCapacity)
+    return invalid_input("flow table of " + std::to_string(capacity) + " flows: at most " +
+                         std::to_string(kMaxCapacity) + " fit in one table");
+  FlowTable t;
+  t.capacity_ = capacity;
+  t.state_words_ = state_words;
+  if (Status s = t.map(idle_timeout_ns, min_evict_idle_ns, slots_per_flow); !s) return s.error();
+  return t;
+}
+
+FlowTable::FlowTable(FlowTable&& o) noexcept
+    : sets_(o.sets_),
+      mapping_(o.mapping_),
+      mapping_bytes_(o.mapping_bytes_),
+      nsets_(o.nsets_),
+      capacity_(o.capacity_),
+      state_words_(o.state_words_),
+      stride_words_(o.stride_words_),
+      tick_shift_(o.tick_shift_),
+      single_writer_(o.single_writer_),
+      expire_ticks_(o.expire_ticks_),
+      evict_ticks_(o.evict_ticks_),
+      active_(o.active_.load(std::memory_order_relaxed)),
+      evicted_(o.evicted_.load(std::memory_order_relaxed)),
+      cursor_(o.cursor_.load(std::memory_order_relaxed)) {
+  o.sets_ = nullptr;
+  o.mapping_ = nullptr;  // the destructor of `o` unmaps nothing
+}
+
+Status FlowTable::map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns,
+                      unsigned slots_per_flow) {
+  stride_words_ = kWays * (1 + state_words_);
   const uint64_t set_bytes = stride_words_ * sizeof(uint64_t);
-  if (capacity > (uint64_t{1} << 40)) throw std::length_error("flow table capacity too large");
-  nsets_ = std::max<uint64_t>(1, (capacity * slots_per_flow + kWays - 1) / kWays);
+  nsets_ = std::max<uint64_t>(1, (capacity_ * slots_per_flow + kWays - 1) / kWays);
 
   // Tick: the finest one whose timeout fits kMaxTimeoutTicks.
   while (tick_shift_ < 63 && (idle_timeout_ns >> tick_shift_) >= kMaxTimeoutTicks) ++tick_shift_;
@@ -95,7 +127,10 @@ FlowTable::FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_e
   mapping_bytes_ = bytes + (aligned ? kHugePage : 0);
   void* m = mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED) throw std::bad_alloc();
+  if (m == MAP_FAILED)
+    return make_error("flow table of " + std::to_string(capacity_) + " flows: cannot reserve " +
+                      std::to_string(bytes >> 20) + " MB (" + std::to_string(bytes) +
+                      " bytes): " + std::strerror(errno));
   mapping_ = m;
   auto base = reinterpret_cast<uintptr_t>(m);
   if (aligned) base = (base + kHugePage - 1) & ~(kHugePage - 1);
@@ -121,6 +156,7 @@ FlowTable::FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_e
   g_tables.fetch_add(1, std::memory_order_relaxed);
   g_capacity.fetch_add(capacity_, std::memory_order_relaxed);
   g_reserved.fetch_add(mapping_bytes_, std::memory_order_relaxed);
+  return Ok{};
 }
 
 FlowTable::~FlowTable() {

@@ -61,6 +61,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "result.hpp"
 #include "sanitizers.hpp"
 
 // The tag scan compares a set's 8 tags in SSE2 registers (x86-64 always has SSE2). Under
@@ -87,12 +88,17 @@ class FlowTable {
   // capacity: max live flows (exactly enforced). idle_timeout_ns: a flow idle that long is gone
   // (0 = flows never expire). min_evict_idle_ns: an LRU victim must have been idle at least this
   // long, else the new flow gets no slot (0 = any victim will do). state_words: bucket words per
-  // flow, 1 or 2 (two are 16-byte aligned for cmpxchg16b). Throws std::bad_alloc /
-  // std::length_error / std::invalid_argument if the table cannot be made.
+  // flow, 1 or 2 (two are 16-byte aligned for cmpxchg16b).
   // slots_per_flow: table slots per flow of capacity (kSlack; tests use 1 to pin flows to one set).
-  FlowTable(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns = 1'000'000,
-            unsigned state_words = 2, unsigned slots_per_flow = kSlack);
+  // Errors: invalid_input for parameters no table can have (capacity above 2^40 flows,
+  // state_words, slots_per_flow); runtime, with the bytes asked for, when the address space
+  // cannot be reserved.
+  static Result<FlowTable> create(uint64_t capacity, uint64_t idle_timeout_ns,
+                                  uint64_t min_evict_idle_ns = 1'000'000,
+                                  unsigned state_words = 2, unsigned slots_per_flow = kSlack);
+  static constexpr uint64_t kMaxCapacity = uint64_t{1} << 40;
   ~FlowTable();
+  FlowTable(FlowTable&& other) noexcept;  // `other` is left empty (only destructible)
   FlowTable(const FlowTable&) = delete;
   FlowTable& operator=(const FlowTable&) = delete;
 
@@ -104,8 +110,7 @@ class FlowTable {
 
   // Finds the flow or claims a slot for it. On created/evicted, init(std::atomic<uint64_t>*)
   // sets the state words before the slot becomes visible to other threads under this flow's
-  // tag. Touches the flow's tick. init should not throw; if it does, the claim is undone and
-  // the exception propagates.
+  // tag. Touches the flow's tick. init must not throw (the core throws nothing: result.hpp).
   template <class Init>
   Lookup find_or_insert(uint64_t hash, uint64_t now_ns, Init&& init);
 
@@ -216,6 +221,9 @@ class FlowTable {
     Lookup lookup;
     std::atomic<uint64_t>* tag;  // the claimed slot's tag word (created/evicted)
   };
+  FlowTable() = default;  // create() fills it in
+  // Reserves the table's memory for capacity_ and state_words_; sets the ticks.
+  Status map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns, unsigned slots_per_flow);
   Claim claim(size_t first, size_t second, uint64_t fp, uint32_t tick);
   // find_or_insert() past its first set: the second set, then a claim.
   template <class Init>
@@ -306,12 +314,7 @@ template <class Init>
   }
   Claim c = claim(first, second, fp, tick);
   if (c.lookup.outcome == Outcome::created || c.lookup.outcome == Outcome::evicted) {
-    try {
-      init(c.lookup.state);
-    } catch (...) {
-      abandon(*c.tag);
-      throw;
-    }
+    init(c.lookup.state);
     c.tag->store(fp | tick, std::memory_order_release);  // makes init()'s words visible
   }
   return c.lookup;

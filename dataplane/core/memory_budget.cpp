@@ -55,11 +55,11 @@ Status check_flow_memory(const RuleSet& rules, uint64_t default_max_flows,
                          uint64_t available_bytes) {
   FlowMemory m = flow_table_memory(rules, default_max_flows);
   if (m.bytes <= available_bytes) return Ok{};
-  return make_error("flow tables need " + format_memory_size(m.bytes) + " (" +
-                    std::to_string(m.bytes) + " bytes) for " + std::to_string(m.flows) +
-                    " flows, more than the " + format_memory_size(available_bytes) + " (" +
-                    std::to_string(available_bytes) +
-                    " bytes) of memory available; lower max-flows or --flows");
+  return invalid_input("flow tables need " + format_memory_size(m.bytes) + " (" +
+                       std::to_string(m.bytes) + " bytes) for " + std::to_string(m.flows) +
+                       " flows, more than the " + format_memory_size(available_bytes) + " (" +
+                       std::to_string(available_bytes) +
+                       " bytes) of memory available; lower max-flows or --flows");
 }
 
 std::optional<uint64_t> parse_mem_available(std::string_view meminfo) {

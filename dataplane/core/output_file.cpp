@@ -144,18 +144,18 @@ Status check_outputs(const std::vector<NamedPath>& inputs, const std::vector<Nam
   for (size_t i = 0; i < outputs.size(); ++i) {
     const NamedPath& out = outputs[i];
     const Target t = classify(out.path);
-    if (t.kind == Target::refused) return make_error(out.option + " " + out.path + ": " + t.why);
+    if (t.kind == Target::refused) return invalid_input(out.option + " " + out.path + ": " + t.why);
     const Identity id = identity_of(out.path);
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (same_file(id, input_ids[k]))
-        return make_error(out.option + " " + out.path + " is the same file as " +
-                          inputs[k].option + " " + inputs[k].path +
-                          ": refusing to overwrite an input");
+        return invalid_input(out.option + " " + out.path + " is the same file as " +
+                             inputs[k].option + " " + inputs[k].path +
+                             ": refusing to overwrite an input");
     }
     for (size_t k = 0; k < i; ++k) {
       if (same_file(id, output_ids[k]))
-        return make_error(outputs[k].option + " " + outputs[k].path + " and " + out.option + " " +
-                          out.path + " are the same file: refusing to write both to it");
+        return invalid_input(outputs[k].option + " " + outputs[k].path + " and " + out.option + " " +
+                             out.path + " are the same file: refusing to write both to it");
     }
     output_ids.push_back(id);
   }

@@ -249,7 +249,7 @@ Result<RuleSet> load_rules_text(std::string_view text, std::string_view name) {
   } catch (const std::bad_alloc&) {
     return make_error(file + ": out of memory while loading the rules");
   } catch (const std::exception& e) {
-    return make_error(file + ": " + e.what());
+    return invalid_input(file + ": " + e.what());
   }
 }
 
@@ -257,7 +257,7 @@ Result<RuleSet> load_rules_file(const std::string& path) {
   std::string text;
   try {
     if (int err = read_file(path, kMaxRulesFileBytes, &text); err != 0)
-      return make_error(path + ": cannot open: " + std::strerror(err));
+      return invalid_input(path + ": cannot open: " + std::strerror(err));
   } catch (const std::bad_alloc&) {
     return make_error(path + ": out of memory while reading the rules");
   }

@@ -117,7 +117,7 @@ std::string duration_text(uint64_t ns) {
   return std::to_string(ns) + "ns";
 }
 
-std::shared_ptr<RuleState> new_state(const Rule& r, SnapshotContext& ctx) {
+Result<std::shared_ptr<RuleState>> new_state(const Rule& r, SnapshotContext& ctx) {
   auto st = std::make_shared<RuleState>();
   st->id = (*ctx.next_state_id)++;
   // Per state, not per position: a rule keeps its seed (and so its flows' places) whatever
@@ -126,8 +126,10 @@ std::shared_ptr<RuleState> new_state(const Rule& r, SnapshotContext& ctx) {
   if (r.key != KeyMode::none) {
     const uint64_t cap = r.max_flows ? r.max_flows : ctx.opts->default_max_flows;
     // Meters keep two bucket words per flow, every other algorithm one.
-    st->flows = std::make_unique<FlowTable>(cap, r.idle_timeout_ns, uint64_t{1'000'000},
-                                            r.is_meter() ? 2u : 1u);
+    auto flows = FlowTable::create(cap, r.idle_timeout_ns, uint64_t{1'000'000},
+                                   r.is_meter() ? 2u : 1u);
+    if (!flows) return flows.error();
+    st->flows = std::make_unique<FlowTable>(std::move(flows).value());
     st->flows->set_single_writer(ctx.single_writer);
   }
   return st;
@@ -172,7 +174,7 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
   const auto& rs = snap->rules.rules;
   const PipelineOptions& opts = *ctx.opts;
   if (opts.stale_read_tolerance_ns > kMaxDelayNs)
-    return make_error("stale-read tolerance must be at most 60 s");
+    return invalid_input("stale-read tolerance must be at most 60 s");
   snap->compiled.resize(rs.size());
   // Compile everything first: an error here must leave no state behind.
   for (size_t i = 0; i < rs.size(); ++i) {
@@ -185,22 +187,22 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     cr.cost_in_packets = rs[i].cost_unit() == CostUnit::packets;
     cr.overhead_bytes = rs[i].overhead_bytes;
     if (Status s = compile_profile(rs[i], cr.p); !s)
-      return make_error("rule \"" + rs[i].name + "\": " + s.error().message);
+      return invalid_input("rule \"" + rs[i].name + "\": " + s.error().message);
     for (sl_rate_profile* p : {&cr.p.rate, &cr.p.shaper.rate, &cr.p.meter.committed, &cr.p.meter.peak})
       set_stale_read_tolerance(*p, opts.stale_read_tolerance_ns);
     for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
       if (cr.chain_len == kMaxChain)
-        return make_error("rule \"" + rs[i].name + "\": parent chain deeper than " +
-                          std::to_string(kMaxChain));
+        return invalid_input("rule \"" + rs[i].name + "\": parent chain deeper than " +
+                             std::to_string(kMaxChain));
       cr.chain[cr.chain_len++] = at;
     }
     if (rs[i].algorithm == Algorithm::leaky_bucket) {
       if (ctx.shaping_horizon_ns != 0 && rs[i].max_delay_ns > ctx.shaping_horizon_ns)
-        return make_error("rule \"" + rs[i].name + "\": max-delay " +
-                          duration_text(rs[i].max_delay_ns) + " is beyond the shaping horizon of " +
-                          duration_text(ctx.shaping_horizon_ns) +
-                          " this dataplane was started with (its timing wheels hold no longer "
-                          "delays; start it with a rule of that max-delay to raise it)");
+        return invalid_input("rule \"" + rs[i].name + "\": max-delay " +
+                             duration_text(rs[i].max_delay_ns) + " is beyond the shaping horizon of " +
+                             duration_text(ctx.shaping_horizon_ns) +
+                             " this dataplane was started with (its timing wheels hold no longer "
+                             "delays; start it with a rule of that max-delay to raise it)");
       snap->max_delay_ns = std::max(snap->max_delay_ns, rs[i].max_delay_ns);
     }
   }
@@ -213,40 +215,37 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
   std::vector<bool> prev_kept(prev ? prev->compiled.size() : 0, false);
   std::vector<uint32_t> taken;
   const uint64_t first_id = *ctx.next_state_id;
-  try {
-    for (size_t i = 0; i < rs.size(); ++i) {
-      CompiledRule& cr = snap->compiled[i];
-      std::shared_ptr<RuleState> st;
-      if (auto it = prev_at.find(rs[i].name); it != prev_at.end()) {
-        const size_t j = it->second;
-        if (same_state_identity(prev->rules.rules[j], rs[i])) {
-          st = prev->states[j];
-          prev_kept[j] = true;
-          if (profile_changed(rs[i].algorithm, prev->compiled[j].p, cr.p))
-            snap->conversions.push_back({i, prev->compiled[j].p});
-        }
+  for (size_t i = 0; i < rs.size(); ++i) {
+    CompiledRule& cr = snap->compiled[i];
+    std::shared_ptr<RuleState> st;
+    if (auto it = prev_at.find(rs[i].name); it != prev_at.end()) {
+      const size_t j = it->second;
+      if (same_state_identity(prev->rules.rules[j], rs[i])) {
+        st = prev->states[j];
+        prev_kept[j] = true;
+        if (profile_changed(rs[i].algorithm, prev->compiled[j].p, cr.p))
+          snap->conversions.push_back({i, prev->compiled[j].p});
       }
-      if (!st) {
-        st = new_state(rs[i], ctx);
-        st->counter_slot = ctx.slots->take();
-        taken.push_back(st->counter_slot);
-        snap->fresh_slots.push_back(st->counter_slot);
-      }
-      cr.state = st.get();
-      cr.flows = st->flows.get();
-      cr.hash_seed = st->hash_seed;
-      cr.hash_keys = flow_hash_keys(st->hash_seed);
-      cr.counter_slot = st->counter_slot;
-      snap->states.push_back(std::move(st));
     }
-  } catch (const std::bad_alloc&) {
-    for (uint32_t s : taken) ctx.slots->give_back(s);
-    *ctx.next_state_id = first_id;
-    return make_error("cannot allocate the flow tables of the new rules: out of memory");
-  } catch (const std::exception& e) {
-    for (uint32_t s : taken) ctx.slots->give_back(s);
-    *ctx.next_state_id = first_id;
-    return make_error(std::string("cannot create the flow tables of the new rules: ") + e.what());
+    if (!st) {
+      auto made = new_state(rs[i], ctx);
+      if (!made) {
+        for (uint32_t s : taken) ctx.slots->give_back(s);
+        *ctx.next_state_id = first_id;
+        return make_error("rule \"" + rs[i].name + "\": cannot create its flow table: " +
+                              made.error().message, made.error().kind);
+      }
+      st = std::move(made).value();
+      st->counter_slot = ctx.slots->take();
+      taken.push_back(st->counter_slot);
+      snap->fresh_slots.push_back(st->counter_slot);
+    }
+    cr.state = st.get();
+    cr.flows = st->flows.get();
+    cr.hash_seed = st->hash_seed;
+    cr.hash_keys = flow_hash_keys(st->hash_seed);
+    cr.counter_slot = st->counter_slot;
+    snap->states.push_back(std::move(st));
   }
   if (!snap->conversions.empty()) snap->conversion_state.store(0, std::memory_order_relaxed);
 

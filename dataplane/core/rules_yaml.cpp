@@ -27,12 +27,12 @@ std::string printable_ascii(const std::string& msg) {
 }  // namespace
 
 Error Messages::at(int line, const std::string& msg) const {
-  return make_error(file_ + ":" + std::to_string(line < 1 ? 1 : line) + ": " +
-                    printable_ascii(msg));
+  return invalid_input(file_ + ":" + std::to_string(line < 1 ? 1 : line) + ": " +
+                       printable_ascii(msg));
 }
 
 Error Messages::whole(const std::string& msg) const {
-  return make_error(file_ + ": " + printable_ascii(msg));
+  return invalid_input(file_ + ": " + printable_ascii(msg));
 }
 
 const YamlNode* YamlNode::find(std::string_view key_text) const {

@@ -17,9 +17,11 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
+
+#include "result.hpp"
 
 namespace sluice {
 
@@ -28,24 +30,21 @@ class TimingWheel {
  public:
   // slot_ns: slot width (e.g. 1000 = 1 us). horizon_ns: the furthest departure accepted, relative
   // to the wheel's current time (start_ns, then the latest now_ns given to drain()).
-  // capacity: max items held. Throws std::invalid_argument / std::length_error on a zero slot
-  // width or a ring that would need more than 2^28 slots, or capacity >= 2^32.
-  TimingWheel(uint64_t slot_ns, uint64_t horizon_ns, size_t capacity, uint64_t start_ns)
-      : slot_ns_(slot_ns), horizon_ns_(horizon_ns), now_ns_(start_ns) {
-    if (slot_ns == 0) throw std::invalid_argument("timing wheel: slot width must be > 0");
-    if (capacity >= kNil) throw std::length_error("timing wheel: capacity too large");
+  // capacity: max items held. An invalid_input error for a zero slot width, a ring that would
+  // need more than 2^28 slots, or capacity >= 2^32.
+  static Result<TimingWheel> create(uint64_t slot_ns, uint64_t horizon_ns, size_t capacity,
+                                    uint64_t start_ns) {
+    if (slot_ns == 0) return invalid_input("timing wheel: slot width must be > 0");
+    if (capacity >= kNil)
+      return invalid_input("timing wheel: capacity " + std::to_string(capacity) +
+                           " too large (at most " + std::to_string(kNil - 1) + ")");
     // Any accepted departure is at most ceil(horizon/slot) slots past the current one, so this
     // many slots never alias two live departure slots.
     const uint64_t span = horizon_ns / slot_ns + (horizon_ns % slot_ns != 0) + 1;
-    if (span > kMaxSlots) throw std::length_error("timing wheel: horizon / slot too large");
-    uint64_t nslots = 1;
-    while (nslots < span) nslots <<= 1;
-    mask_ = nslots - 1;
-    ring_.resize(nslots);
-    nodes_.resize(capacity);
-    for (size_t i = 0; i < capacity; ++i) nodes_[i].next = i + 1 < capacity ? uint32_t(i + 1) : kNil;
-    free_ = capacity ? 0 : kNil;
-    cur_ = start_ns / slot_ns;
+    if (span > kMaxSlots)
+      return invalid_input("timing wheel: horizon " + std::to_string(horizon_ns) + " ns / slot " +
+                           std::to_string(slot_ns) + " ns needs more than 2^28 slots");
+    return TimingWheel(slot_ns, horizon_ns, span, capacity, start_ns);
   }
 
   // False (and the item stays with the caller) if the wheel is full or depart_ns is beyond the
@@ -100,6 +99,20 @@ class TimingWheel {
 
  private:
   static constexpr uint32_t kNil = std::numeric_limits<uint32_t>::max();
+
+  // Parameters checked by create().
+  TimingWheel(uint64_t slot_ns, uint64_t horizon_ns, uint64_t span, size_t capacity,
+              uint64_t start_ns)
+      : slot_ns_(slot_ns), horizon_ns_(horizon_ns), now_ns_(start_ns) {
+    uint64_t nslots = 1;
+    while (nslots < span) nslots <<= 1;
+    mask_ = nslots - 1;
+    ring_.resize(nslots);
+    nodes_.resize(capacity);
+    for (size_t i = 0; i < capacity; ++i) nodes_[i].next = i + 1 < capacity ? uint32_t(i + 1) : kNil;
+    free_ = capacity ? 0 : kNil;
+    cur_ = start_ns / slot_ns;
+  }
   static constexpr uint64_t kMaxSlots = uint64_t{1} << 28;
 
   struct Node {

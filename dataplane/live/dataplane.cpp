@@ -97,19 +97,15 @@ std::string unique_pool_name() {
 }  // namespace
 
 Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
-                                                     const DataplaneConfig& config,
-                                                     LiveFailure* failure) {
-  LiveFailure ignored;
-  if (failure == nullptr) failure = &ignored;
-
-  // Planning: what the operator asked for must make sense (usage errors).
-  *failure = LiveFailure::usage;
+                                                     const DataplaneConfig& config) {
+  // Planning: what the operator asked for must make sense (invalid input).
+  constexpr ErrorKind kPlanning = ErrorKind::invalid_input;
   auto lcores = pick_lcores(config);
-  if (!lcores) return lcores.error();
+  if (!lcores) return with_kind(lcores.error(), kPlanning);
   auto limits = port_limits(config);
-  if (!limits) return limits.error();
+  if (!limits) return with_kind(limits.error(), kPlanning);
   auto plan = plan_ports(*limits, unsigned(lcores->size()));
-  if (!plan) return plan.error();
+  if (!plan) return with_kind(plan.error(), kPlanning);
   for (const std::string& note : plan->notes) live_log("%s", note.c_str());
 
   // The wheels have a fixed horizon: the pipeline's shaping horizon (the start-up rules'
@@ -131,16 +127,15 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
 
   const uint64_t needed = mbufs_needed(*plan, config, lcores->size(), pooled_wheel);
   if (config.mbufs > kMaxPoolMbufs)
-    return make_error("--mbufs " + std::to_string(config.mbufs) + ": at most " +
-                      std::to_string(kMaxPoolMbufs) + " mbufs fit in one pool");
+    return invalid_input("--mbufs " + std::to_string(config.mbufs) + ": at most " +
+                         std::to_string(kMaxPoolMbufs) + " mbufs fit in one pool");
   if (config.mbufs != 0 && config.mbufs < needed)
-    return make_error("--mbufs " + std::to_string(config.mbufs) + " is too few: the descriptor "
-                      "rings, bursts, TX buffers" + std::string(pooled_wheel ? ", shaper" : "") +
-                      " and lcore caches of this set-up need at least " + std::to_string(needed));
+    return invalid_input("--mbufs " + std::to_string(config.mbufs) + " is too few: the descriptor "
+                         "rings, bursts, TX buffers" + std::string(pooled_wheel ? ", shaper" : "") +
+                         " and lcore caches of this set-up need at least " + std::to_string(needed));
   const unsigned n_mbufs = config.mbufs != 0 ? unsigned(config.mbufs) : pool_size(needed);
 
   // Set-up: from here on a failure is the system's (runtime errors).
-  *failure = LiveFailure::runtime;
   std::unique_ptr<Dataplane> dp(new Dataplane(pipeline, std::move(plan).value()));
   const PortPlan& pl = dp->plan_;
 

@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "counters.hpp"
-#include "live_failure.hpp"
 #include "mempool.hpp"
 #include "pipeline.hpp"
 #include "port.hpp"
@@ -92,10 +91,9 @@ class Dataplane {
   static constexpr uint64_t kHandoffPatienceUs = 200'000;
 
   // Plans ports and queues, creates the pool, starts the ports and builds the workers (not yet
-  // running). Usage errors (*failure = usage): no ports, odd port count, no worker lcore, an
-  // unknown port or lcore. Runtime errors: pool, queue set-up, device start, memory.
-  static Result<std::unique_ptr<Dataplane>> create(Pipeline& pipeline, const DataplaneConfig& config,
-                                                   LiveFailure* failure);
+  // running). invalid_input errors: no ports, odd port count, no worker lcore, an unknown
+  // port or lcore, --mbufs. Runtime errors: pool, queue set-up, device start, memory.
+  static Result<std::unique_ptr<Dataplane>> create(Pipeline& pipeline, const DataplaneConfig& config);
   ~Dataplane();
   Dataplane(const Dataplane&) = delete;
   Dataplane& operator=(const Dataplane&) = delete;

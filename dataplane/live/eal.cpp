@@ -8,10 +8,7 @@
 
 namespace sluice {
 
-Result<std::unique_ptr<Eal>> Eal::init(const std::vector<std::string>& args,
-                                       LiveFailure* failure) {
-  LiveFailure ignored;
-  if (failure == nullptr) failure = &ignored;
+Result<std::unique_ptr<Eal>> Eal::init(const std::vector<std::string>& args) {
   std::unique_ptr<Eal> eal(new Eal());
   eal->args_ = args;
   if (eal->args_.empty()) eal->args_.push_back("sluiced");
@@ -24,18 +21,17 @@ Result<std::unique_ptr<Eal>> Eal::init(const std::vector<std::string>& args,
   if (parsed < 0) {
     const int err = rte_errno;
     // EINVAL: the arguments; everything else (EACCES, ENOMEM, EALREADY, ...) is the system.
-    *failure = err == EINVAL ? LiveFailure::usage : LiveFailure::runtime;
     return make_error("EAL initialisation failed: " + std::string(rte_strerror(err)) +
-                      (err == EINVAL ? " (check the EAL arguments before \"--\")" : ""));
+                          (err == EINVAL ? " (check the EAL arguments before \"--\")" : ""),
+                      err == EINVAL ? ErrorKind::invalid_input : ErrorKind::runtime);
   }
   // rte_eal_init stops at the first argument it does not know; ours come after "--" and are
   // not passed here, so anything left over is a mistake in the EAL part.
   eal->initialised_ = true;
   if (parsed + 1 < argc) {
-    *failure = LiveFailure::usage;
     // getopt may have permuted argv: the leftovers are the ones after the parsed part.
-    return make_error("unexpected EAL argument '" + std::string(argv[size_t(parsed) + 1]) +
-                      "' (sluiced's own options go after \"--\")");
+    return invalid_input("unexpected EAL argument '" + std::string(argv[size_t(parsed) + 1]) +
+                         "' (sluiced's own options go after \"--\")");
   }
   return eal;
 }

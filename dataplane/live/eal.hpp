@@ -9,17 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "live_failure.hpp"
 #include "result.hpp"
 
 namespace sluice {
 
 class Eal {
  public:
-  // args: the EAL command line, program name first (everything before "--"). On error,
-  // *failure is usage when EAL rejected the arguments, runtime otherwise.
-  static Result<std::unique_ptr<Eal>> init(const std::vector<std::string>& args,
-                                           LiveFailure* failure);
+  // args: the EAL command line, program name first (everything before "--"). Errors are
+  // invalid_input when EAL rejected the arguments, runtime otherwise.
+  static Result<std::unique_ptr<Eal>> init(const std::vector<std::string>& args);
   ~Eal();
   Eal(const Eal&) = delete;
   Eal& operator=(const Eal&) = delete;

@@ -33,27 +33,19 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kControlTick = std::chrono::milliseconds(20);
 constexpr auto kLinkPoll = std::chrono::seconds(1);
 
-Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts, LiveFailure* failure) {
-  *failure = LiveFailure::usage;
+Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts) {
   auto rules = load_rules_file(opts.config_path);
   if (!rules) return rules.error();
   PipelineOptions popts;
   if (opts.flows != 0) popts.default_max_flows = opts.flows;
   popts.hash_seed = opts.hash_seed;
   if (Status s = check_flow_memory_available(*rules, popts.default_max_flows); !s)
-    return make_error(opts.config_path + ": " + s.error().message);
-  try {
-    // Flow tables are allocated (and their pages written) here, before any packet.
-    auto pipeline = Pipeline::create(std::move(rules).value(), popts);
-    if (!pipeline) return make_error(opts.config_path + ": " + pipeline.error().message);
-    return pipeline;
-  } catch (const std::bad_alloc&) {
-    *failure = LiveFailure::runtime;
-    return make_error("cannot allocate the flow tables (--flows " + std::to_string(opts.flows) +
-                      "): out of memory");
-  } catch (const std::length_error& e) {
-    return make_error(std::string("flow table too large: ") + e.what());
-  }
+    return make_error(opts.config_path + ": " + s.error().message, s.error().kind);
+  // Flow tables are allocated (and their pages written) here, before any packet.
+  auto pipeline = Pipeline::create(std::move(rules).value(), popts);
+  if (!pipeline)
+    return make_error(opts.config_path + ": " + pipeline.error().message, pipeline.error().kind);
+  return pipeline;
 }
 
 void print_table(const CountersSnapshot& snap, const DataplaneReport& report) {
@@ -120,12 +112,9 @@ void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_inte
 
 }  // namespace
 
-Status run_live(const LiveOptions& opts, LiveFailure* failure) {
-  LiveFailure ignored;
-  if (failure == nullptr) failure = &ignored;
-
+Status run_live(const LiveOptions& opts) {
   // The rules first: a bad file is reported before EAL takes memory and devices.
-  auto pipeline = make_pipeline(opts, failure);
+  auto pipeline = make_pipeline(opts);
   if (!pipeline) return pipeline.error();
   // --report is written at the end: refuse now (a usage error) what it must never replace.
   if (!opts.report_path.empty()) {
@@ -135,22 +124,22 @@ Status run_live(const LiveOptions& opts, LiveFailure* failure) {
   }
 
   CounterReaders readers;
-  if (Status s = start_readers(opts, **pipeline, &readers); !s) return s;
+  if (Status s = start_readers(opts, **pipeline, &readers); !s)
+    return with_kind(s.error(), ErrorKind::invalid_input);
 
   StopSignals signals;
-  auto eal = Eal::init(opts.eal_args, failure);
+  auto eal = Eal::init(opts.eal_args);
   if (!eal) return eal.error();
 
   // Declared after the EAL and the pipeline, so destroyed before them.
   DataplaneConfig config;
   config.mbufs = opts.mbufs;
   if (opts.burst != 0) config.burst = opts.burst;
-  auto dp = Dataplane::create(**pipeline, config, failure);
+  auto dp = Dataplane::create(**pipeline, config);
   if (!dp) return dp.error();
   // What a control server changes the running rules through (SPEC §4), from now until the
   // workers stop.
   LiveRulesTarget rules_target(**pipeline, **dp);
-  *failure = LiveFailure::runtime;
   if (Status s = register_telemetry(); !s) return s;
   readers.publish((*dp)->snapshot());
   if (Status s = (*dp)->start(); !s) return s;

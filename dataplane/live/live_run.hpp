@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "live_failure.hpp"
 #include "result.hpp"
 
 namespace sluice {
@@ -25,7 +24,8 @@ struct LiveOptions {
   uint16_t burst = 0;                 // packets per RX burst (0 = DataplaneConfig default)
 };
 
-// On error, *failure says which exit code it deserves. Returns once stopped by a signal.
-Status run_live(const LiveOptions& opts, LiveFailure* failure);
+// On error, the error's kind says which exit code it deserves (result.hpp). Returns once
+// stopped by a signal.
+Status run_live(const LiveOptions& opts);
 
 }  // namespace sluice

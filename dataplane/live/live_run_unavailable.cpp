@@ -4,9 +4,8 @@
 
 namespace sluice {
 
-Status run_live(const LiveOptions&, LiveFailure* failure) {
-  if (failure != nullptr) *failure = LiveFailure::usage;
-  return make_error(
+Status run_live(const LiveOptions&) {
+  return invalid_input(
       "this sluiced was built without DPDK: the live dataplane is not available "
       "(rebuild with libdpdk-dev installed, or use --replay)");
 }

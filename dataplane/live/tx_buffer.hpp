@@ -11,23 +11,26 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include "result.hpp"
 
 namespace sluice {
 
 template <class T>
 class TxBuffer {
  public:
-  // capacity: rounded up to a power of two (>= 1).
-  explicit TxBuffer(size_t capacity) {
-    if (capacity == 0 || capacity > (size_t{1} << 30))
-      throw std::length_error("tx buffer: capacity must be in [1, 2^30]");
+  // capacity: rounded up to a power of two; an invalid_input error outside [1, 2^30].
+  static Result<TxBuffer> create(size_t capacity) {
+    if (capacity == 0 || capacity > kMaxCapacity)
+      return invalid_input("tx buffer: capacity " + std::to_string(capacity) +
+                           " must be in [1, 2^30]");
     size_t n = 1;
     while (n < capacity) n <<= 1;
-    ring_.resize(n);
-    mask_ = n - 1;
+    return TxBuffer(n);
   }
+  static constexpr size_t kMaxCapacity = size_t{1} << 30;
 
   // False when full: the item stays with the caller.
   bool push(T item) {
@@ -68,6 +71,8 @@ class TxBuffer {
   size_t capacity() const { return ring_.size(); }
 
  private:
+  explicit TxBuffer(size_t power_of_two) : ring_(power_of_two), mask_(power_of_two - 1) {}
+
   std::vector<T> ring_;
   size_t mask_ = 0;
   // Free-running counters: head_ == tail_ is empty, tail_ - head_ == capacity is full.

@@ -29,7 +29,8 @@ WorkerStats& WorkerStats::operator+=(const WorkerStats& o) {
   return *this;
 }
 
-Worker::Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* stop)
+Worker::Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* stop,
+               std::vector<TxQueue> tx, TimingWheel<HeldPacket> wheel)
     : pipeline_(pipeline),
       stop_(stop),
       setup_(std::move(setup)),
@@ -37,10 +38,8 @@ Worker::Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* s
       counters_(pipeline.make_counters()),
       handoff_(counters_),
       flows_(setup_.flows),
-      wheel_(setup_.slot_ns, setup_.horizon_ns, setup_.wheel_capacity, /*start_ns=*/0) {
-  tx_.reserve(setup_.tx.size());
-  for (const WorkerTx& t : setup_.tx) tx_.push_back({t, TxBuffer<rte_mbuf*>(setup_.tx_buffer_capacity)});
-}
+      tx_(std::move(tx)),
+      wheel_(std::move(wheel)) {}
 
 Result<std::unique_ptr<Worker>> Worker::create(Pipeline& pipeline, WorkerSetup setup,
                                                const std::atomic<bool>* stop) {
@@ -48,12 +47,19 @@ Result<std::unique_ptr<Worker>> Worker::create(Pipeline& pipeline, WorkerSetup s
     return make_error("burst size must be in [1, " + std::to_string(kMaxBurst) + "]");
   for (const WorkerRx& r : setup.rx)
     if (r.tx >= setup.tx.size()) return make_error("worker RX queue without a TX queue");
-  const unsigned lcore = setup.lcore;
-  try {
-    return std::unique_ptr<Worker>(new Worker(pipeline, std::move(setup), stop));
-  } catch (const std::exception& e) {
-    return make_error("worker on lcore " + std::to_string(lcore) + ": " + e.what());
+  const std::string where = "worker on lcore " + std::to_string(setup.lcore) + ": ";
+  auto wheel = TimingWheel<HeldPacket>::create(setup.slot_ns, setup.horizon_ns, setup.wheel_capacity,
+                                               /*start_ns=*/0);
+  if (!wheel) return make_error(where + wheel.error().message, wheel.error().kind);
+  std::vector<TxQueue> tx;
+  tx.reserve(setup.tx.size());
+  for (const WorkerTx& t : setup.tx) {
+    auto buffer = TxBuffer<rte_mbuf*>::create(setup.tx_buffer_capacity);
+    if (!buffer) return make_error(where + buffer.error().message, buffer.error().kind);
+    tx.push_back({t, std::move(buffer).value()});
   }
+  return std::unique_ptr<Worker>(
+      new Worker(pipeline, std::move(setup), stop, std::move(tx), std::move(wheel).value()));
 }
 
 Worker::~Worker() { shutdown(/*try_send=*/false); }

@@ -120,7 +120,8 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
         shutdown_dropped{0}, flows_expired{0};
   };
 
-  Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* stop);
+  Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* stop,
+         std::vector<TxQueue> tx, TimingWheel<HeldPacket> wheel);
 
   void handle_burst(const RulesSnapshot& rules, const WorkerRx& rxq, rte_mbuf** pkts, uint16_t n,
                     uint64_t now_ns);

@@ -55,7 +55,11 @@ class DepartureQueue {
   void release(uint64_t now_ns, F&& fn) {
     std::vector<Key> due;
     // No shaping rule, no wheel (anything held anyway waits in the spill set).
-    if (!wheel_ && horizon_ns_ > slot_ns_) wheel_.emplace(slot_ns_, horizon_ns_, kWheelCapacity, now_ns);
+    // A horizon of at most max-delay's 60 s always fits the wheel; were one refused, the spill
+    // set would hold everything.
+    if (!wheel_ && horizon_ns_ > slot_ns_)
+      if (auto w = TimingWheel<uint64_t>::create(slot_ns_, horizon_ns_, kWheelCapacity, now_ns))
+        wheel_.emplace(std::move(w).value());
     wheel_now_ = std::max(wheel_now_, now_ns);
     if (wheel_) wheel_->drain(now_ns, [&](uint64_t depart_ns, auto&& seq) {
       // Never early, whatever the wheel's slot rounding: not yet due goes back to wait.

@@ -15,8 +15,13 @@ namespace {
 
 constexpr uint64_t kNsPerSec = 1000000000ull;
 
-Error file_error(const std::string& path, const std::string& what) {
-  return make_error(path + ": " + what);
+Error file_error(const std::string& path, const std::string& what,
+                 ErrorKind kind = ErrorKind::runtime) {
+  return make_error(path + ": " + what, kind);
+}
+// A capture that cannot be read as one: the input's fault (exit 2).
+Error input_error(const std::string& path, const std::string& what) {
+  return file_error(path, what, ErrorKind::invalid_input);
 }
 
 // Turns libpcap's open error into what the user needs to hear. libpcap prefixes some
@@ -88,7 +93,7 @@ Result<std::unique_ptr<PcapReader>> PcapReader::open(const std::string& path) {
   // always holds nanoseconds whatever the file's own resolution.
   pcap_t* h =
       pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, errbuf);
-  if (h == nullptr) return file_error(path, describe_open_failure(path, errbuf));
+  if (h == nullptr) return input_error(path, describe_open_failure(path, errbuf));
   const FileHeader header = read_file_header(path);
   int link = pcap_datalink(h);
   if (link != DLT_EN10MB) {
@@ -96,7 +101,7 @@ Result<std::unique_ptr<PcapReader>> PcapReader::open(const std::string& path) {
     pcap_close(h);
     // The number the file says (what tcpdump and wireshark show), with libpcap's name.
     const uint32_t number = header.link_type.value_or(uint32_t(link));
-    return file_error(path, "link type " + std::to_string(number) + " (" +
+    return input_error(path, "link type " + std::to_string(number) + " (" +
                                 (name ? name : "unknown") +
                                 ") is not supported; only Ethernet (EN10MB, 1) captures are");
   }
@@ -115,7 +120,7 @@ Result<bool> PcapReader::next(PcapPacket* out) {
   int rc = pcap_next_ex(handle_, &hdr, &bytes);
   if (rc == PCAP_ERROR_BREAK) return false;  // end of file
   if (rc != 1) {
-    return file_error(path_, "record " + std::to_string(records_ + 1) + ": " +
+    return input_error(path_, "record " + std::to_string(records_ + 1) + ": " +
                                  (rc == PCAP_ERROR ? pcap_geterr(handle_) : "read failed"));
   }
   ++records_;
@@ -127,7 +132,7 @@ Result<bool> PcapReader::next(PcapPacket* out) {
                                         " is not below 1000000"
                                   : "nanosecond field " + std::to_string(hdr->ts.tv_usec) +
                                         " is not below 1000000000";
-    return file_error(path_, "record " + std::to_string(records_) + ": timestamp " + field +
+    return input_error(path_, "record " + std::to_string(records_) + ": timestamp " + field +
                                  " (not a valid capture)");
   }
   out->ts_ns = uint64_t(hdr->ts.tv_sec) * kNsPerSec + uint64_t(hdr->ts.tv_usec);

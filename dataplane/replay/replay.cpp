@@ -35,9 +35,10 @@ Result<ReplayInputs> open_inputs(const ReplayOptions& opts) {
   popts.stale_read_tolerance_ns = 0;  // one reader, the capture clock: no stale reads
   popts.single_writer = true;         // and one thread: plain stores, no CAS
   if (Status s = check_flow_memory_available(*rules, popts.default_max_flows); !s)
-    return make_error(opts.config_path + ": " + s.error().message);
+    return make_error(opts.config_path + ": " + s.error().message, s.error().kind);
   auto pipeline = Pipeline::create(std::move(rules).value(), popts);
-  if (!pipeline) return make_error(opts.config_path + ": " + pipeline.error().message);
+  if (!pipeline)
+    return make_error(opts.config_path + ": " + pipeline.error().message, pipeline.error().kind);
   auto reader = PcapReader::open(opts.in_path);
   if (!reader) return reader.error();
   return ReplayInputs{std::move(pipeline).value(), std::move(reader).value()};
@@ -55,22 +56,15 @@ class ReplayRun {
         expire_budget_(expire_budget) {}
 
   // Errors: a malformed capture (bad input) or a write failure (runtime).
-  Status run(ReplayFailure* failure) {
+  Status run() {
     PcapPacket pkt;
     for (;;) {
       Result<bool> more = reader_.next(&pkt);
-      if (!more) {
-        *failure = ReplayFailure::bad_input;
-        return more.error();
-      }
+      if (!more) return more.error();
       if (!more.value()) break;
-      if (Status s = handle(pkt); !s) {
-        *failure = ReplayFailure::runtime;
-        return s;
-      }
+      if (Status s = handle(pkt); !s) return s;
     }
     queue_.release_all([&](uint64_t depart_ns, HeldPacket&& p) { emit(depart_ns, p); });
-    if (!write_status_) *failure = ReplayFailure::runtime;
     return write_status_;
   }
 
@@ -156,11 +150,7 @@ Status write_text(OutputFile& file, const std::string& text) {
 
 }  // namespace
 
-Result<ReplaySummary> run_replay(const ReplayOptions& opts, ReplayFailure* failure) {
-  ReplayFailure ignored;
-  if (failure == nullptr) failure = &ignored;
-
-  *failure = ReplayFailure::bad_input;
+Result<ReplaySummary> run_replay(const ReplayOptions& opts) {
   // Before anything is read or written: no output may destroy an input or another output.
   if (Status s = check_outputs({{"--replay", opts.in_path}, {"--config", opts.config_path}},
                                {{"--out", opts.out_path}, {"--report", opts.report_path}});
@@ -173,7 +163,6 @@ Result<ReplaySummary> run_replay(const ReplayOptions& opts, ReplayFailure* failu
                  "backed as flows arrive)\n", (unsigned long long)(t.reserved_bytes >> 20),
                  (unsigned long long)t.capacity_flows, (unsigned long long)t.tables);
 
-  *failure = ReplayFailure::runtime;
   auto out_file = OutputFile::open(opts.out_path);
   if (!out_file) return out_file.error();
   auto report_file = OutputFile::open(opts.report_path);
@@ -184,11 +173,10 @@ Result<ReplaySummary> run_replay(const ReplayOptions& opts, ReplayFailure* failu
   if (!writer) return writer.error();
 
   ReplayRun run(*inputs->pipeline, *inputs->reader, **writer, opts.expire_budget);
-  if (Status s = run.run(failure); !s) return s.error();
+  if (Status s = run.run(); !s) return s.error();
   if (Status s = (*writer)->close(); !s) return s.error();
 
   ReplaySummary summary = run.summary();
-  *failure = ReplayFailure::runtime;
   if (Status s = write_text(**report_file, counters_to_json(summary.counters)); !s) return s.error();
   if (Status s = (*out_file)->commit(); !s) return s.error();
   if (Status s = (*report_file)->commit(); !s) return s.error();

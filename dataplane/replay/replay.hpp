@@ -30,13 +30,9 @@ struct ReplaySummary {
   CountersSnapshot counters;
 };
 
-// What kind of failure a replay met; main() maps it to the exit code (SPEC §1).
-enum class ReplayFailure : uint8_t {
-  bad_input,  // rules file or capture missing or malformed: exit 2
-  runtime,    // could not write the outputs, etc.: exit 1
-};
-
-// On error, *failure says which kind it was, and no output file has been created.
-Result<ReplaySummary> run_replay(const ReplayOptions& opts, ReplayFailure* failure);
+// On error no output file has been created. The error's kind (result.hpp) is invalid_input
+// for a rules file or capture missing or malformed, or outputs that would overwrite an input,
+// runtime for outputs that could not be written.
+Result<ReplaySummary> run_replay(const ReplayOptions& opts);
 
 }  // namespace sluice

@@ -7,13 +7,12 @@
 namespace sluice {
 
 using nlohmann::json;
-using wire::ErrorKind;
 using wire::ErrorReply;
 using wire::Op;
 
 namespace {
 
-std::string error(const wire::Request& r, ErrorKind kind, std::string message) {
+std::string error(const wire::Request& r, wire::ErrorKind kind, std::string message) {
   return wire::encode_error(ErrorReply{r.id, kind, std::move(message)});
 }
 
@@ -59,7 +58,7 @@ std::string ControlService::execute(const wire::Request& r) {
     }
     case Op::stats: {
       std::lock_guard lock(counters_mu_);
-      if (!published_) return error(r, ErrorKind::runtime, "the dataplane is not set up yet");
+      if (!published_) return error(r, wire::ErrorKind::runtime, "the dataplane is not set up yet");
       return wire::encode_result(r.id, {{"counters", counters_text_}});
     }
     default:
@@ -79,15 +78,15 @@ std::string ControlService::with_target(const wire::Request& r) {
       return wire::encode_result(r.id, {{"rules", dump_rules_yaml(running)}, {"generation", generation}});
     case Op::config_diff: {
       auto next = load_rules_text(r.text, r.filename);
-      if (!next) return error(r, ErrorKind::invalid, next.error().message);
+      if (!next) return error(r, wire::ErrorKind::invalid, next.error().message);
       return wire::encode_result(r.id, {{"diff", wire::diff_to_json(diff_rules(running, *next))},
                                         {"generation", generation}});
     }
     case Op::flows_top: {
       if (target == nullptr)
-        return error(r, ErrorKind::unsupported, "this sluiced does not report flows");
+        return error(r, wire::ErrorKind::unsupported, "this sluiced does not report flows");
       auto flows = target->top_flows(r.top);
-      if (!flows) return error(r, ErrorKind::runtime, flows.error().message);
+      if (!flows) return error(r, wire::ErrorKind::runtime, flows.error().message);
       return wire::encode_result(r.id, {{"flows", flows_json(*flows)}});
     }
     case Op::rule_add:
@@ -96,19 +95,19 @@ std::string ControlService::with_target(const wire::Request& r) {
     case Op::config_load:
       return write(r, target);
     default:
-      return error(r, ErrorKind::usage, "unknown op");
+      return error(r, wire::ErrorKind::usage, "unknown op");
   }
 }
 
 std::string ControlService::write(const wire::Request& r, RulesTarget* target) {
   if (target == nullptr)
-    return error(r, ErrorKind::unsupported,
+    return error(r, wire::ErrorKind::unsupported,
                  std::string(wire::op_name(r.op)) +
                      ": this sluiced cannot change its rules while it runs (restart it with "
                      "another --config)");
   const uint64_t generation = target->generation();
   if (r.expect_generation && *r.expect_generation != generation)
-    return error(r, ErrorKind::conflict,
+    return error(r, wire::ErrorKind::conflict,
                  "rules changed since generation " + std::to_string(*r.expect_generation) +
                      " (now " + std::to_string(generation) + ")");
   const RuleSet current = target->rules();
@@ -119,9 +118,9 @@ std::string ControlService::write(const wire::Request& r, RulesTarget* target) {
     case Op::rule_del: next = delete_rule(current, r.name); break;
     default: next = load_rules_text(r.text, r.filename); break;
   }
-  if (!next) return error(r, ErrorKind::invalid, next.error().message);
+  if (!next) return error(r, wire::ErrorKind::invalid, next.error().message);
   auto applied = target->apply(std::move(next).value());
-  if (!applied) return error(r, ErrorKind::runtime, applied.error().message);
+  if (!applied) return error(r, wire::ErrorKind::runtime, applied.error().message);
   return wire::encode_result(r.id, {{"diff", wire::diff_to_json(*applied)},
                                     {"generation", target->generation()}});
 }

@@ -100,8 +100,7 @@ class LiveDataplane : public ::testing::Test {
 
   void start(const std::string& yaml, DataplaneConfig config) {
     pipeline = make_pipeline(yaml);
-    LiveFailure kind;
-    auto created = Dataplane::create(*pipeline, config, &kind);
+    auto created = Dataplane::create(*pipeline, config);
     ASSERT_TRUE(created) << created.error().message;
     dp = std::move(created).value();
     ASSERT_TRUE(dp->start());
@@ -349,19 +348,18 @@ TEST_F(LiveDataplane, MbufsConfigSizesThePoolExactlyAndRefusesLessThanTheSetUpNe
   pipeline = make_pipeline("default: {action: pass}\n");
   DataplaneConfig c = small_config({a.id()}, {1});
   c.mbufs = 100;
-  LiveFailure kind = LiveFailure::runtime;
-  auto refused = Dataplane::create(*pipeline, c, &kind);
+  auto refused = Dataplane::create(*pipeline, c);
   ASSERT_FALSE(refused);
-  EXPECT_EQ(kind, LiveFailure::usage);
+  EXPECT_EQ(refused.error().kind, ErrorKind::invalid_input);
   EXPECT_NE(refused.error().message.find("--mbufs 100 is too few"), std::string::npos)
       << refused.error().message;
   c.mbufs = kMaxPoolMbufs + 1;
-  refused = Dataplane::create(*pipeline, c, &kind);
+  refused = Dataplane::create(*pipeline, c);
   ASSERT_FALSE(refused);
-  EXPECT_EQ(kind, LiveFailure::usage);
+  EXPECT_EQ(refused.error().kind, ErrorKind::invalid_input);
 
   c.mbufs = 5000;  // not 2^n - 1: taken as given
-  auto created = Dataplane::create(*pipeline, c, &kind);
+  auto created = Dataplane::create(*pipeline, c);
   ASSERT_TRUE(created) << created.error().message;
   dp = std::move(created).value();
   EXPECT_EQ(dp->mbufs_total(), 5000u);
@@ -519,42 +517,38 @@ class BadConfig : public ::testing::Test {
     SLUICE_REQUIRE_EAL();
     pipeline = make_pipeline("default: {action: pass}\n");
   }
-  Result<std::unique_ptr<Dataplane>> create(DataplaneConfig c, LiveFailure* kind) {
-    return Dataplane::create(*pipeline, c, kind);
+  Result<std::unique_ptr<Dataplane>> create(DataplaneConfig c) {
+    return Dataplane::create(*pipeline, c);
   }
   std::unique_ptr<Pipeline> pipeline;
 };
 
 TEST_F(BadConfig, OddPortCountIsAUsageError) {
   RingPort a(1), b(1), c(1);
-  LiveFailure kind = LiveFailure::runtime;
-  auto dp = create(small_config({a.id(), b.id(), c.id()}, {1}), &kind);
+  auto dp = create(small_config({a.id(), b.id(), c.id()}, {1}));
   ASSERT_FALSE(dp);
-  EXPECT_EQ(kind, LiveFailure::usage);
+  EXPECT_EQ(dp.error().kind, ErrorKind::invalid_input);
   EXPECT_NE(dp.error().message.find("odd number of ports (3)"), std::string::npos)
       << dp.error().message;
 }
 
 TEST_F(BadConfig, NoPortsIsAUsageError) {
-  LiveFailure kind = LiveFailure::runtime;
-  auto dp = create(small_config({}, {1}), &kind);
+  auto dp = create(small_config({}, {1}));
   ASSERT_FALSE(dp);
-  EXPECT_EQ(kind, LiveFailure::usage);
+  EXPECT_EQ(dp.error().kind, ErrorKind::invalid_input);
   EXPECT_NE(dp.error().message.find("no ports"), std::string::npos) << dp.error().message;
 }
 
 TEST_F(BadConfig, UnknownPortOrLcoreIsAUsageError) {
-  LiveFailure kind = LiveFailure::runtime;
-  auto dp = create(small_config({RTE_MAX_ETHPORTS - 1}, {1}), &kind);
+  auto dp = create(small_config({RTE_MAX_ETHPORTS - 1}, {1}));
   ASSERT_FALSE(dp);
-  EXPECT_EQ(kind, LiveFailure::usage);
+  EXPECT_EQ(dp.error().kind, ErrorKind::invalid_input);
   EXPECT_NE(dp.error().message.find("no such port"), std::string::npos) << dp.error().message;
 
   RingPort a(1);
-  kind = LiveFailure::runtime;
-  dp = create(small_config({a.id()}, {rte_get_main_lcore()}), &kind);
+  dp = create(small_config({a.id()}, {rte_get_main_lcore()}));
   ASSERT_FALSE(dp);
-  EXPECT_EQ(kind, LiveFailure::usage);
+  EXPECT_EQ(dp.error().kind, ErrorKind::invalid_input);
   EXPECT_NE(dp.error().message.find("not an EAL worker lcore"), std::string::npos);
 }
 
@@ -570,10 +564,9 @@ TEST_F(BadConfig, FailedDeviceSetUpIsARuntimeErrorAndLeavesNothingBehind) {
   ASSERT_EQ(rte_eth_rx_queue_setup(busy.id(), 0, 64, SOCKET_ID_ANY, nullptr, pool), 0);
   ASSERT_EQ(rte_eth_tx_queue_setup(busy.id(), 0, 64, SOCKET_ID_ANY, nullptr), 0);
   ASSERT_EQ(rte_eth_dev_start(busy.id()), 0);
-  LiveFailure kind = LiveFailure::usage;
-  auto dp = create(small_config({first.id(), busy.id()}, {1}), &kind);
+  auto dp = create(small_config({first.id(), busy.id()}, {1}));
   ASSERT_FALSE(dp);
-  EXPECT_EQ(kind, LiveFailure::runtime);
+  EXPECT_EQ(dp.error().kind, ErrorKind::runtime);
   EXPECT_NE(dp.error().message.find("port " + std::to_string(busy.id()) + ": cannot configure device"),
             std::string::npos)
       << dp.error().message;

@@ -41,8 +41,7 @@ class EalEnvironment : public ::testing::Environment {
       reason_ = "the dpdk suite needs root (EAL device and memory set-up)";
       return;
     }
-    LiveFailure kind;
-    auto eal = Eal::init(args(), &kind);
+    auto eal = Eal::init(args());
     if (!eal) {
       reason_ = "EAL unavailable: " + eal.error().message;
       return;

@@ -81,8 +81,7 @@ class LiveFlows : public ::testing::Test {
     c.wheel_capacity = 1024;
     c.mempool_cache = 32;
     c.flows_window_ns = 500'000'000;  // half a second: the test waits for two
-    LiveFailure kind;
-    auto created = Dataplane::create(*pipeline, c, &kind);
+    auto created = Dataplane::create(*pipeline, c);
     ASSERT_TRUE(created) << created.error().message;
     dp = std::move(created).value();
     target = std::make_unique<LiveRulesTarget>(*pipeline, *dp);

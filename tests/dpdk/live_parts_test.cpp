@@ -4,6 +4,7 @@
 
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "live/port_plan.hpp"
@@ -96,7 +97,7 @@ TEST(PortPlan, DeviceLimitsCapTheQueuesOfThePairAndAreReported) {
 }
 
 TEST(TxBuffer, KeepsWhatTheDeviceDidNotTakeAndRetriesInOrder) {
-  TxBuffer<int> buf(8);
+  auto buf = TxBuffer<int>::create(8).value();
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(buf.push(i));
   std::vector<int> sent;
   // The device takes 2 of 5.
@@ -121,7 +122,7 @@ TEST(TxBuffer, KeepsWhatTheDeviceDidNotTakeAndRetriesInOrder) {
 }
 
 TEST(TxBuffer, RefusesOnlyWhenFull) {
-  TxBuffer<int> buf(5);  // rounds up to 8
+  auto buf = TxBuffer<int>::create(5).value();  // rounds up to 8
   EXPECT_EQ(buf.capacity(), 8u);
   for (int i = 0; i < 8; ++i) EXPECT_TRUE(buf.push(i));
   EXPECT_FALSE(buf.push(8));
@@ -129,7 +130,7 @@ TEST(TxBuffer, RefusesOnlyWhenFull) {
 }
 
 TEST(TxBuffer, WrapsAroundTheRingInTwoSendsAndKeepsOrder) {
-  TxBuffer<int> buf(8);
+  auto buf = TxBuffer<int>::create(8).value();
   std::vector<int> sent;
   auto take_all = [&](int* p, uint16_t n) {
     sent.insert(sent.end(), p, p + n);
@@ -145,8 +146,21 @@ TEST(TxBuffer, WrapsAroundTheRingInTwoSendsAndKeepsOrder) {
   for (int i = 0; i < next; ++i) ASSERT_EQ(sent[size_t(i)], i);
 }
 
+TEST(TxBuffer, CreateRefusesImpossibleCapacity) {
+  for (size_t capacity : {size_t{0}, TxBuffer<int>::kMaxCapacity + 1}) {
+    auto buf = TxBuffer<int>::create(capacity);
+    ASSERT_FALSE(buf) << capacity;
+    EXPECT_EQ(buf.error().kind, ErrorKind::invalid_input);
+    EXPECT_NE(buf.error().message.find(std::to_string(capacity)), std::string::npos)
+        << buf.error().message;
+  }
+  auto one = TxBuffer<int>::create(1);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->capacity(), 1u);
+}
+
 TEST(TxBuffer, ClearHandsBackEverything) {
-  TxBuffer<int> buf(4);
+  auto buf = TxBuffer<int>::create(4).value();
   for (int i = 0; i < 3; ++i) buf.push(i);
   std::vector<int> freed;
   EXPECT_EQ(buf.clear([&](int v) { freed.push_back(v); }), 3u);

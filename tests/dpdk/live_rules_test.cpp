@@ -80,8 +80,7 @@ class LiveRules : public ::testing::Test {
     c.tx_buffer_capacity = 256;
     c.wheel_capacity = 1024;
     c.mempool_cache = 32;
-    LiveFailure kind;
-    auto created = Dataplane::create(*pipeline, c, &kind);
+    auto created = Dataplane::create(*pipeline, c);
     ASSERT_TRUE(created) << created.error().message;
     dp = std::move(created).value();
     target = std::make_unique<LiveRulesTarget>(*pipeline, *dp);

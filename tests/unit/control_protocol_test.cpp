@@ -14,6 +14,8 @@ using namespace sluice::wire;
 
 namespace {
 
+using sluice::wire::ErrorKind;  // the protocol's, not result.hpp's
+
 TEST(ControlFrame, ABodyComesBackWhateverTheChunksAndFramesFollowEachOther) {
   const std::string two = encode_frame("{\"a\":1}") + encode_frame("[2]");
   EXPECT_EQ(two, "7\n{\"a\":1}3\n[2]");

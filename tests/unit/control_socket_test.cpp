@@ -155,7 +155,7 @@ TEST_F(ControlSocket, AReadOnlyServerRefusesWritesAsUnsupported) {
   auto server = serve();
   auto r = ctl::SocketBackend(sock()).delete_rule("udp-only", {});
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.failure, ctl::Failure::runtime);
+  EXPECT_EQ(r.value.error().kind, ErrorKind::runtime);
   EXPECT_NE(r.value.error().message.find("cannot change its rules while it runs"), std::string::npos)
       << r.value.error().message;
 }
@@ -171,12 +171,12 @@ TEST_F(ControlSocket, WritesThroughTheSocketApplyAndStaleOnesConflict) {
   EXPECT_EQ(format_rules_diff(set.value->diff).substr(0, 32), "~ udp-only: rate (buckets kept)\n");
   auto stale = backend.delete_rule("udp-only", ctl::WriteOptions{1});
   ASSERT_FALSE(stale);
-  EXPECT_EQ(stale.failure, ctl::Failure::runtime);
+  EXPECT_EQ(stale.value.error().kind, ErrorKind::runtime);
   EXPECT_NE(stale.value.error().message.find("rules changed since generation 1 (now 2)"), std::string::npos)
       << stale.value.error().message;
   auto bad = backend.load_config("rules:\n  - {name: a, rate: x}\n", "new.yaml", {});
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.failure, ctl::Failure::usage);
+  EXPECT_EQ(bad.value.error().kind, ErrorKind::invalid_input);
   EXPECT_NE(bad.value.error().message.find("new.yaml:2"), std::string::npos) << bad.value.error().message;
   EXPECT_EQ(target->generation(), 2u);
 }
@@ -184,7 +184,7 @@ TEST_F(ControlSocket, WritesThroughTheSocketApplyAndStaleOnesConflict) {
 TEST_F(ControlSocket, ATargetAttachedAfterTheStartMakesItWritableAndDetachingReadOnly) {
   auto server = serve();  // as sluiced starts it: before the dataplane exists
   ctl::SocketBackend backend(sock());
-  EXPECT_EQ(backend.delete_rule("udp-only", {}).failure, ctl::Failure::runtime);
+  EXPECT_EQ(backend.delete_rule("udp-only", {}).value.error().kind, ErrorKind::runtime);
   auto target = test::ScriptedRulesTarget::create(rules_);
   server->set_target(target.get());
   EXPECT_NE(exchange(sock(), request("hello")).find("\"writable\":true"), std::string::npos);
@@ -281,7 +281,7 @@ TEST_F(ControlSocket, ReplacesAStaleSocketButNotALiveOneOrAnotherFile) {
 TEST_F(ControlSocket, TheBackendSaysWhenNobodyListens) {
   auto r = ctl::SocketBackend(sock()).stats();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.failure, ctl::Failure::runtime);
+  EXPECT_EQ(r.value.error().kind, ErrorKind::runtime);
   EXPECT_NE(r.value.error().message.find("cannot connect"), std::string::npos);
   EXPECT_NE(r.value.error().message.find("--control " + sock()), std::string::npos);
 }

@@ -49,7 +49,7 @@ TEST(FlowTableConcurrency, SameNewFlowsFromAllThreadsShareOneSlot) {
   // Plenty of room, no expiry, no eviction: every thread inserts the same hashes in the same
   // order, so most inserts race another thread's insert of the same new flow.
   for (int threads : {2, 3, 4}) {
-    FlowTable t(1 << 16, kNever, ~0ull >> 1);
+    FlowTable t = make_table(1 << 16, kNever, ~0ull >> 1);
     constexpr uint64_t kFlows = 20'000;
     std::vector<std::vector<ConstState>> got(threads, std::vector<ConstState>(kFlows));
     std::atomic<uint64_t> creates{0};
@@ -157,7 +157,7 @@ TEST(FlowTableConcurrency, OverlappingInsertsEvictionsAndExpiry) {
   // A small, hot table: concurrent inserts of overlapping hash sets with eviction and expiry
   // churning constantly, plus a thread sweeping. At the end: no duplicates, exact count.
   for (int threads : {2, 4}) {
-    FlowTable t(64, 4 * kTick, 0);
+    FlowTable t = make_table(64, 4 * kTick, 0);
     StartLine start(threads + 1);
     std::atomic<bool> done{false};
     std::vector<std::thread> pool;
@@ -191,7 +191,7 @@ TEST(FlowTableConcurrency, OverlappingInsertsEvictionsAndExpiry) {
 
 TEST(FlowTableConcurrency, ConcurrentCapacityIsExact) {
   // Many sets, tiny capacity, distinct hashes per thread: exactly `capacity` flows get in.
-  FlowTable t(100, kNever, ~0ull >> 1);
+  FlowTable t = make_table(100, kNever, ~0ull >> 1);
   StartLine start(4);
   std::atomic<uint64_t> created{0};
   std::vector<std::thread> pool;

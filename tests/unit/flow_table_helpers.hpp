@@ -36,9 +36,19 @@ inline auto init_with(uint64_t hash) {
   };
 }
 
+// FlowTable::create() for a table the test needs: a refusal fails the test (value() of an
+// error throws bad_variant_access, which gtest reports).
+inline FlowTable make_table(uint64_t capacity, uint64_t idle_timeout_ns,
+                            uint64_t min_evict_idle_ns = 1'000'000, unsigned state_words = 2,
+                            unsigned slots_per_flow = FlowTable::kSlack) {
+  auto t = FlowTable::create(capacity, idle_timeout_ns, min_evict_idle_ns, state_words, slots_per_flow);
+  if (!t) ADD_FAILURE() << t.error().message;
+  return std::move(t).value();
+}
+
 // A table whose flows of capacity <= 8 all share one set (no slack), for set-level tests.
 inline FlowTable one_set(uint64_t capacity, uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns) {
-  return FlowTable(capacity, idle_timeout_ns, min_evict_idle_ns, 2, 1);
+  return make_table(capacity, idle_timeout_ns, min_evict_idle_ns, 2, 1);
 }
 
 inline FlowTable::Lookup put(FlowTable& t, uint64_t hash, uint64_t now_ns) {

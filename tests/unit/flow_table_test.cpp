@@ -1,6 +1,7 @@
 #include "flow_table.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "flow_table_helpers.hpp"
@@ -21,7 +23,7 @@ using namespace flow_table_testing;
 TEST(FlowTable, LayoutAndMemory) {
   for (unsigned words : {1u, 2u}) {
     for (uint64_t cap : {8ull, 100ull, 4096ull, 65536ull, 100'000ull, 1'000'000ull}) {
-      FlowTable t(cap, 60'000'000'000ull, 1'000'000, words);
+      FlowTable t = make_table(cap, 60'000'000'000ull, 1'000'000, words);
       const double per_flow = double(t.memory_bytes()) / double(cap);
       if (cap >= 100) {  // tiny tables are mostly the fixed header
         EXPECT_LE(per_flow, 64.0) << cap;
@@ -35,18 +37,18 @@ TEST(FlowTable, LayoutAndMemory) {
       EXPECT_EQ(t.state_words(), words);
     }
   }
-  FlowTable t(4096, 1);
+  FlowTable t = make_table(4096, 1);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u) << "sets must be cache-line aligned";
   for (size_t i = 0; i < t.slot_count(); ++i)
     ASSERT_EQ(reinterpret_cast<uintptr_t>(t.state_at(i)) % 16, 0u)
         << "meters CAS their two words with cmpxchg16b";
-  FlowTable big(1'000'000, 1);
+  FlowTable big = make_table(1'000'000, 1);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data()) % (2u << 20), 0u)
       << "large tables start on a 2 MB boundary (transparent huge pages)";
 }
 
 TEST(FlowTable, InsertThenFind) {
-  FlowTable t(1024, 60 * 1000 * kTick);
+  FlowTable t = make_table(1024, 60 * 1000 * kTick);
   auto a = put(t, 111, 0);
   ASSERT_EQ(a.outcome, Outcome::created);
   ASSERT_NE(a.state, nullptr);
@@ -104,7 +106,7 @@ TEST(FlowTable, LookupComparesEveryFingerprintBitInEveryWay) {
 }
 
 TEST(FlowTable, ReservedTagValuesAreRemapped) {
-  FlowTable t(64, kNever);
+  FlowTable t = make_table(64, kNever);
   // The fingerprint is the hash's low 39 bits; 0 would read as "empty", so it maps to 1.
   EXPECT_EQ(FlowTable::tag_of(0), 1u);
   EXPECT_EQ(FlowTable::tag_of(uint64_t{1} << 39), 1u);
@@ -171,7 +173,7 @@ TEST(FlowTable, AtCapacityEvictsLruOfTheSetWhenIdleEnough) {
 }
 
 TEST(FlowTable, SecondChoiceTakesTheOverflowOfAFullSet) {
-  FlowTable t(4096, kNever, 0);
+  FlowTable t = make_table(4096, kNever, 0);
   auto hs = same_set_hashes(t, 12);  // 12 flows whose first choice is one 8-way set
   for (size_t i = 0; i < hs.size(); ++i)
     ASSERT_EQ(put(t, hs[i], i * kTick).outcome, Outcome::created) << i;
@@ -188,7 +190,7 @@ TEST(FlowTable, SecondChoiceTakesTheOverflowOfAFullSet) {
 }
 
 TEST(FlowTable, BothChoicesFullEvictsEvenBelowCapacity) {
-  FlowTable t(16, kNever, 0, 2, 1);  // two sets, room for 16 flows
+  FlowTable t = make_table(16, kNever, 0, 2, 1);  // two sets, room for 16 flows
   std::vector<uint64_t> hs;  // flows whose both choices are set 0
   for (uint64_t i = 0; hs.size() < 9; ++i)
     if (t.set_index(mix(i)) == 0 && t.second_set_index(mix(i)) == 0) hs.push_back(mix(i));
@@ -203,7 +205,7 @@ TEST(FlowTable, AtCapacityEveryFlowFindsASlot) {
   // The point of two choices: with `capacity` live flows (half the slots), a flow essentially
   // never finds both of its sets full. 8-way sets with one choice left ~0.8% without a slot.
   const uint64_t cap = 200'000;
-  FlowTable t(cap, kNever, 1000 * kTick);  // nobody idle enough to be evicted
+  FlowTable t = make_table(cap, kNever, 1000 * kTick);  // nobody idle enough to be evicted
   uint64_t refused = 0;
   for (uint64_t i = 0; i < cap; ++i) refused += put(t, mix(i ^ 0x5eed), 0).outcome != Outcome::created;
   EXPECT_LE(refused, cap / 100000) << "at most 0.001% refused";
@@ -258,7 +260,7 @@ TEST(FlowTable, LazyExpiryReusesIdleSlotWithoutEvicting) {
   EXPECT_EQ(t.evicted(), 0u);
   EXPECT_EQ(t.active(), 8u);
   // An expired flow that comes back is found (until its slot is reused or swept)...
-  FlowTable u(64, timeout);
+  FlowTable u = make_table(64, timeout);
   auto a = put(u, 5, 0);
   // ...and once swept it is a new flow with fresh state.
   EXPECT_EQ(u.expire(100 * kTick, u.slot_count()), 1u);
@@ -269,7 +271,7 @@ TEST(FlowTable, LazyExpiryReusesIdleSlotWithoutEvicting) {
 
 TEST(FlowTable, ExpireSweepsIdleFlows) {
   const uint64_t timeout = 10 * kTick;
-  FlowTable t(8192, timeout);  // roomy: no set overflows with 300 flows
+  FlowTable t = make_table(8192, timeout);  // roomy: no set overflows with 300 flows
   for (uint64_t i = 0; i < 300; ++i) ASSERT_EQ(put(t, mix(i), 0).outcome, Outcome::created);
   for (uint64_t i = 0; i < 100; ++i) put(t, mix(i), 8 * kTick);  // first 100 stay fresh
   EXPECT_EQ(t.active(), 300u);
@@ -285,7 +287,7 @@ TEST(FlowTable, ExpireSweepsIdleFlows) {
 
 TEST(FlowTable, ExpireIsBoundedAndResumesFromCursor) {
   const uint64_t timeout = 10 * kTick;
-  FlowTable t(1024, timeout);
+  FlowTable t = make_table(1024, timeout);
   const size_t n = t.slot_count();
   ASSERT_EQ(n, 1024u * FlowTable::kSlack);
   // Fill every slot of the table (any order), all idle since 0.
@@ -315,7 +317,7 @@ TEST(FlowTable, ExpireIsBoundedAndResumesFromCursor) {
 }
 
 TEST(FlowTable, ClockSteppingBackIsNotIdleness) {
-  FlowTable t(8, 10 * kTick, 0);
+  FlowTable t = make_table(8, 10 * kTick, 0);
   for (uint64_t i = 0; i < 8; ++i) put(t, 100 + i, 1000 * kTick);
   // Time goes back: last_seen is "in the future", so nothing is idle, nothing expires.
   EXPECT_EQ(t.expire(500 * kTick, t.slot_count()), 0u);
@@ -325,7 +327,7 @@ TEST(FlowTable, ClockSteppingBackIsNotIdleness) {
 TEST(FlowTable, TickWrapIsHandled) {
   // The tick is 24 bits: crossing 2^24 ticks must look like 1 tick of idleness, not -2^24.
   const uint64_t wrap_ns = (uint64_t{1} << FlowTable::kTickBits) * kTick;
-  FlowTable t(8, 10 * kTick, 0);
+  FlowTable t = make_table(8, 10 * kTick, 0);
   put(t, 7, wrap_ns - kTick);
   EXPECT_EQ(t.expire(wrap_ns + 2 * kTick, t.slot_count()), 0u);
   EXPECT_EQ(t.active(), 1u);
@@ -352,7 +354,7 @@ TEST(FlowTable, NeverExpiringFlowsStayOldForLruPastTheTickRange) {
 }
 
 TEST(FlowTable, FloodOfDistinctFlowsKeepsMemoryFixed) {
-  FlowTable t(4096, 60'000'000'000ull);  // default min_evict_idle = 1 ms
+  FlowTable t = make_table(4096, 60'000'000'000ull);  // default min_evict_idle = 1 ms
   const size_t mem = t.memory_bytes();
   uint64_t created = 0, evicted = 0, refused = 0;
   uint64_t now = 0;
@@ -379,23 +381,15 @@ TEST(FlowTable, FloodOfDistinctFlowsKeepsMemoryFixed) {
 }
 
 TEST(FlowTable, ZeroCapacityAdmitsNoFlow) {
-  FlowTable t(0, kNever, 0);
+  FlowTable t = make_table(0, kNever, 0);
   EXPECT_EQ(put(t, 1, 0).outcome, Outcome::no_slot);
   EXPECT_EQ(t.active(), 0u);
-}
-
-TEST(FlowTable, InitExceptionUndoesClaim) {
-  FlowTable t(8, kNever);
-  EXPECT_THROW(t.find_or_insert(5, 0, [](State) { throw 42; }), int);
-  EXPECT_EQ(t.active(), 0u);
-  EXPECT_TRUE(live_tags(t).empty());
-  EXPECT_EQ(put(t, 5, 0).outcome, Outcome::created);
 }
 
 // Pages are backed on first use: a table nobody touched costs no memory, however large, and
 // a few flows cost a few 4 KB pages (small tables stay off 2 MB huge pages).
 TEST(FlowTable, MemoryFollowsTheFlowsInUse) {
-  FlowTable t(65536, 60'000'000'000ull, 1'000'000, 1);
+  FlowTable t = make_table(65536, 60'000'000'000ull, 1'000'000, 1);
   EXPECT_GE(t.reserved_bytes(), t.memory_bytes() - sizeof(FlowTable));
   EXPECT_LE(t.reserved_bytes(), t.memory_bytes()) << "no alignment slack off huge pages";
   EXPECT_EQ(t.resident_bytes(), 0u) << "an unused table holds no memory";
@@ -411,7 +405,7 @@ TEST(FlowTable, MemoryFollowsTheFlowsInUse) {
 
 // A table on huge pages is committed at creation: no 2 MB page faults on the first packets.
 TEST(FlowTable, LargeTablesAreWrittenAtCreation) {
-  FlowTable t(600'000, 60'000'000'000ull, 1'000'000, 1);  // ~19 MB
+  FlowTable t = make_table(600'000, 60'000'000'000ull, 1'000'000, 1);  // ~19 MB
   ASSERT_GE(t.memory_bytes(), FlowTable::kHugePageTableBytes);
   EXPECT_GE(t.resident_bytes(), t.memory_bytes() - sizeof(FlowTable) - 4096);
 }
@@ -433,7 +427,7 @@ TEST(FlowTable, ManyUnusedTablesStartSmall) {
   const size_t rss_before = rss_bytes();
   std::vector<std::unique_ptr<FlowTable>> tables;
   for (int i = 0; i < 2000; ++i) {
-    tables.push_back(std::make_unique<FlowTable>(65536, 60'000'000'000ull, 1'000'000, 1));
+    tables.push_back(std::make_unique<FlowTable>(make_table(65536, 60'000'000'000ull, 1'000'000, 1)));
     tables.back()->expire(0, 1024);
   }
   const FlowTable::Totals during = FlowTable::totals();
@@ -446,6 +440,51 @@ TEST(FlowTable, ManyUnusedTablesStartSmall) {
   tables.clear();
   EXPECT_EQ(FlowTable::totals().tables, before.tables);
   EXPECT_EQ(FlowTable::totals().reserved_bytes, before.reserved_bytes);
+}
+
+// Factories, not throwing constructors (result.hpp): a table no one can have is an
+// invalid_input error, memory that cannot be reserved a runtime error saying how much.
+TEST(FlowTable, CreateRefusesImpossibleParameters) {
+  const FlowTable::Totals before = FlowTable::totals();
+  auto too_big = FlowTable::create(FlowTable::kMaxCapacity + 1, kNever);
+  ASSERT_FALSE(too_big);
+  EXPECT_EQ(too_big.error().kind, ErrorKind::invalid_input);
+  EXPECT_NE(too_big.error().message.find(std::to_string(FlowTable::kMaxCapacity + 1)), std::string::npos)
+      << too_big.error().message;
+  auto huge = FlowTable::create(~uint64_t{0}, kNever);
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().kind, ErrorKind::invalid_input);
+  for (unsigned words : {0u, 3u}) {
+    auto bad = FlowTable::create(8, kNever, 0, words);
+    ASSERT_FALSE(bad) << words;
+    EXPECT_EQ(bad.error().kind, ErrorKind::invalid_input);
+  }
+  for (unsigned slots : {0u, 9u}) EXPECT_FALSE(FlowTable::create(8, kNever, 0, 2, slots)) << slots;
+  EXPECT_EQ(FlowTable::totals().tables, before.tables) << "a refused table must hold nothing";
+}
+
+TEST(FlowTable, CreateReportsMemoryItCannotReserve) {
+  // Address space capped at what the process holds now plus 64 MB: a 2^30-flow table (32 GB
+  // of reservation) cannot be mapped, whatever the machine has.
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &saved), 0);
+  const FlowTable::Totals before = FlowTable::totals();
+  long vm_pages = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld", &vm_pages) != 1) vm_pages = 0;
+    std::fclose(f);
+  }
+  ASSERT_GT(vm_pages, 0);
+  rlimit capped = saved;
+  capped.rlim_cur = rlim_t(vm_pages) * rlim_t(sysconf(_SC_PAGESIZE)) + (rlim_t{64} << 20);
+  if (saved.rlim_cur != RLIM_INFINITY && saved.rlim_cur < capped.rlim_cur) capped.rlim_cur = saved.rlim_cur;
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &capped), 0);
+  auto t = FlowTable::create(uint64_t{1} << 30, kNever, 0, 1);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().kind, ErrorKind::runtime);
+  EXPECT_NE(t.error().message.find("cannot reserve 32768 MB"), std::string::npos) << t.error().message;
+  EXPECT_EQ(FlowTable::totals().tables, before.tables);
 }
 
 }  // namespace

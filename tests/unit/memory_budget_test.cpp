@@ -15,7 +15,7 @@ namespace {
 TEST(MemoryBudget, MatchesRealFlowTables) {
   for (uint64_t capacity : {1ull, 3ull, 4ull, 5ull, 1000ull, 65536ull, 100001ull}) {
     for (unsigned words : {1u, 2u}) {
-      FlowTable t(capacity, 0, 1'000'000, words);
+      FlowTable t = FlowTable::create(capacity, 0, 1'000'000, words).value();
       EXPECT_EQ(flow_table_bytes(capacity, words), t.memory_bytes() - sizeof(FlowTable))
           << capacity << " flows, " << words << " words";
     }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -27,7 +28,7 @@ struct Sink {
 };
 
 TEST(TimingWheel, ReleasesInDepartureOrderWhenDue) {
-  TimingWheel<int> w(1000, 1'000'000, 16, 0);
+  auto w = TimingWheel<int>::create(1000, 1'000'000, 16, 0).value();
   EXPECT_TRUE(w.empty());
   ASSERT_TRUE(w.push(5000, 3));
   ASSERT_TRUE(w.push(1000, 1));
@@ -44,7 +45,7 @@ TEST(TimingWheel, ReleasesInDepartureOrderWhenDue) {
 }
 
 TEST(TimingWheel, DueWhenSlotStarts) {
-  TimingWheel<int> w(1000, 1'000'000, 16, 0);
+  auto w = TimingWheel<int>::create(1000, 1'000'000, 16, 0).value();
   ASSERT_TRUE(w.push(3500, 2));
   ASSERT_TRUE(w.push(5000, 3));
   Sink s;
@@ -57,7 +58,7 @@ TEST(TimingWheel, DueWhenSlotStarts) {
 }
 
 TEST(TimingWheel, SameSlotKeepsPushOrder) {
-  TimingWheel<int> w(1000, 100'000, 64, 0);
+  auto w = TimingWheel<int>::create(1000, 100'000, 64, 0).value();
   // Interleave two slots; within each, push order wins over depart_ns order.
   ASSERT_TRUE(w.push(2900, 0));
   ASSERT_TRUE(w.push(1500, 1));
@@ -71,7 +72,7 @@ TEST(TimingWheel, SameSlotKeepsPushOrder) {
 }
 
 TEST(TimingWheel, PastDueItemsAreDueAtOnce) {
-  TimingWheel<int> w(1000, 10'000, 16, 50'000);
+  auto w = TimingWheel<int>::create(1000, 10'000, 16, 50'000).value();
   ASSERT_TRUE(w.push(0, 1));       // long past
   ASSERT_TRUE(w.push(49'000, 2));  // previous slot
   ASSERT_TRUE(w.push(50'500, 3));  // current slot
@@ -87,7 +88,7 @@ TEST(TimingWheel, PastDueItemsAreDueAtOnce) {
 }
 
 TEST(TimingWheel, RejectsBeyondHorizon) {
-  TimingWheel<int> w(1000, 10'000, 16, 1'000'000);
+  auto w = TimingWheel<int>::create(1000, 10'000, 16, 1'000'000).value();
   EXPECT_TRUE(w.push(1'010'000, 1)) << "exactly now + horizon is accepted";
   EXPECT_FALSE(w.push(1'010'001, 2));
   EXPECT_FALSE(w.push(UINT64_MAX, 3));
@@ -102,7 +103,7 @@ TEST(TimingWheel, RejectsBeyondHorizon) {
 
 TEST(TimingWheel, HorizonNotMultipleOfSlot) {
   // horizon 2500 / slot 1000: a departure 2500 ahead may be 3 slots ahead; must not alias.
-  TimingWheel<int> w(1000, 2500, 16, 900);
+  auto w = TimingWheel<int>::create(1000, 2500, 16, 900).value();
   ASSERT_TRUE(w.push(900 + 2500, 1));  // slot 3
   ASSERT_TRUE(w.push(900, 0));         // slot 0
   Sink s;
@@ -112,7 +113,7 @@ TEST(TimingWheel, HorizonNotMultipleOfSlot) {
 }
 
 TEST(TimingWheel, CapacityRejectionAndReuseAfterDrain) {
-  TimingWheel<int> w(1000, 1'000'000, 4, 0);
+  auto w = TimingWheel<int>::create(1000, 1'000'000, 4, 0).value();
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(w.push(1000 * i, i));
   EXPECT_FALSE(w.push(0, 99)) << "full";
   EXPECT_EQ(w.size(), 4u);
@@ -131,13 +132,13 @@ TEST(TimingWheel, CapacityRejectionAndReuseAfterDrain) {
 }
 
 TEST(TimingWheel, ZeroCapacityAcceptsNothing) {
-  TimingWheel<int> w(1000, 1000, 0, 0);
+  auto w = TimingWheel<int>::create(1000, 1000, 0, 0).value();
   EXPECT_FALSE(w.push(0, 1));
   EXPECT_TRUE(w.empty());
 }
 
 TEST(TimingWheel, MaxItemsPartialDrains) {
-  TimingWheel<int> w(1000, 100'000, 64, 0);
+  auto w = TimingWheel<int>::create(1000, 100'000, 64, 0).value();
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(w.push(1000 + (i / 4) * 1000, i));  // slots 1,1,1,1,2,2,2,2,3,3
   Sink s;
   EXPECT_EQ(w.drain(5000, s.fn(), 3), 3u);
@@ -157,7 +158,7 @@ TEST(TimingWheel, BigTimeJumpsAreCheap) {
   // 1 ns slots with a 1 ms horizon: stepping one slot at a time across a day would be 8.6e13
   // steps; the wheel must jump. (Structural, not timed: it completes at all.)
   const uint64_t day = 86'400ull * 1'000'000'000ull;
-  TimingWheel<int> w(1, 1'000'000, 1024, 0);
+  auto w = TimingWheel<int>::create(1, 1'000'000, 1024, 0).value();
   Sink s;
   ASSERT_TRUE(w.push(999'999, 1));
   EXPECT_EQ(w.drain(day, s.fn()), 1u);
@@ -180,7 +181,7 @@ TEST(TimingWheel, BigTimeJumpsAreCheap) {
 TEST(TimingWheel, LaggingWheelDoesNotAlias) {
   // Partial drains leave the cursor behind "now"; a push a whole ring ahead of the cursor must
   // be refused rather than land in a slot that is about to be released.
-  TimingWheel<int> w(1000, 4000, 16, 0);  // ring of 8 slots
+  auto w = TimingWheel<int>::create(1000, 4000, 16, 0).value();  // ring of 8 slots
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(w.push(0, i));
   Sink s;
   EXPECT_EQ(w.drain(100'000, s.fn(), 1), 1u);  // cursor stays at slot 0, now = 100'000
@@ -192,7 +193,7 @@ TEST(TimingWheel, LaggingWheelDoesNotAlias) {
 }
 
 TEST(TimingWheel, DrainAllInSlotOrder) {
-  TimingWheel<int> w(1000, 1'000'000, 64, 0);
+  auto w = TimingWheel<int>::create(1000, 1'000'000, 64, 0).value();
   ASSERT_TRUE(w.push(900'000, 5));
   ASSERT_TRUE(w.push(20'000, 2));
   ASSERT_TRUE(w.push(0, 0));
@@ -213,7 +214,7 @@ TEST(TimingWheel, DrainAllInSlotOrder) {
 }
 
 TEST(TimingWheel, DrainCallbackMayPush) {
-  TimingWheel<int> w(1000, 100'000, 8, 0);
+  auto w = TimingWheel<int>::create(1000, 100'000, 8, 0).value();
   ASSERT_TRUE(w.push(1000, 1));
   std::vector<int> seen;
   auto fn = [&](uint64_t, int&& id) {
@@ -230,7 +231,7 @@ TEST(TimingWheel, DrainCallbackMayPush) {
 }
 
 TEST(TimingWheel, MoveOnlyItems) {
-  TimingWheel<std::unique_ptr<int>> w(1000, 100'000, 8, 0);
+  auto w = TimingWheel<std::unique_ptr<int>>::create(1000, 100'000, 8, 0).value();
   auto p = std::make_unique<int>(1);
   ASSERT_TRUE(w.push(2000, std::move(p)));
   EXPECT_EQ(p, nullptr);
@@ -247,7 +248,7 @@ TEST(TimingWheel, MoveOnlyItems) {
   EXPECT_EQ(got, (std::vector<int>{2, 1}));
   {
     // Items still queued are destroyed with the wheel (no leak: checked by ASan builds).
-    TimingWheel<std::unique_ptr<int>> w2(1000, 100'000, 8, 0);
+    auto w2 = TimingWheel<std::unique_ptr<int>>::create(1000, 100'000, 8, 0).value();
     ASSERT_TRUE(w2.push(5000, std::make_unique<int>(9)));
   }
   EXPECT_EQ(w.drain_all(fn), 1u);
@@ -265,7 +266,7 @@ TEST(TimingWheel, RandomizedAgainstReference) {
     const uint64_t horizon = rng() % 200'000;
     const size_t cap = 1 + rng() % 300;
     uint64_t now = rng() % 1'000'000'000;
-    TimingWheel<int> w(slot, horizon, cap, now);
+    auto w = TimingWheel<int>::create(slot, horizon, cap, now).value();
 
     std::multimap<std::pair<uint64_t, uint64_t>, std::pair<uint64_t, int>> ref;  // (slot,seq)->(depart,id)
     uint64_t seq = 0, cursor_slot = now / slot;
@@ -325,6 +326,27 @@ TEST(TimingWheel, RandomizedAgainstReference) {
     EXPECT_TRUE(ref.empty());
     EXPECT_EQ(released_total, accepted_total);
   }
+}
+
+// A factory, not a throwing constructor (result.hpp): impossible parameters are an
+// invalid_input error naming them.
+TEST(TimingWheel, CreateRefusesImpossibleParameters) {
+  auto zero_slot = TimingWheel<int>::create(0, 1000, 16, 0);
+  ASSERT_FALSE(zero_slot);
+  EXPECT_EQ(zero_slot.error().kind, ErrorKind::invalid_input);
+  EXPECT_NE(zero_slot.error().message.find("slot width"), std::string::npos);
+  auto too_many_slots = TimingWheel<int>::create(1, uint64_t{1} << 40, 16, 0);
+  ASSERT_FALSE(too_many_slots);
+  EXPECT_EQ(too_many_slots.error().kind, ErrorKind::invalid_input);
+  EXPECT_NE(too_many_slots.error().message.find("2^28 slots"), std::string::npos)
+      << too_many_slots.error().message;
+  auto too_many_items = TimingWheel<int>::create(1000, 1000, size_t{1} << 32, 0);
+  ASSERT_FALSE(too_many_items);
+  EXPECT_EQ(too_many_items.error().kind, ErrorKind::invalid_input);
+  EXPECT_NE(too_many_items.error().message.find("4294967296"), std::string::npos);
+  auto fine = TimingWheel<int>::create(1, 1000, 1, 0);
+  ASSERT_TRUE(fine) << fine.error().message;
+  EXPECT_EQ(fine->capacity(), 1u);
 }
 
 }  // namespace
