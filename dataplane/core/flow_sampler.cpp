@@ -1,6 +1,8 @@
 #include "flow_sampler.hpp"
 
-#include <stdexcept>
+#include <algorithm>
+#include <bit>
+#include <string>
 
 #include "flow_key_text.hpp"
 #include "frame.hpp"
@@ -8,14 +10,23 @@
 
 namespace sluice {
 
+Status FlowSampler::check(const FlowSamplerOptions& opts) {
+  if (opts.window_ns == 0) return invalid_input("flow sampler window must be > 0");
+  if (opts.fixed_every != 0 &&
+      (!std::has_single_bit(opts.fixed_every) || opts.fixed_every > kMaxEvery))
+    return invalid_input("flow sampling interval must be a power of two up to " +
+                         std::to_string(kMaxEvery) + ", not " + std::to_string(opts.fixed_every));
+  return HeavyHitters::check_capacity(opts.capacity);
+}
+
 FlowSampler::FlowSampler(const FlowSamplerOptions& opts)
     : opts_(opts),
       rng_(opts.seed | 1),
       windows_{Window(opts.capacity, opts.seed), Window(opts.capacity, opts.seed)} {
-  if (opts_.window_ns == 0) throw std::invalid_argument("flow sampler window must be > 0");
+  if (opts_.window_ns == 0) opts_.window_ns = FlowSamplerOptions{}.window_ns;
+  opts_.capacity = std::clamp<size_t>(opts_.capacity, 1, HeavyHitters::kMaxCapacity);
   if (opts_.fixed_every != 0) {
-    if ((opts_.fixed_every & (opts_.fixed_every - 1)) != 0 || opts_.fixed_every > kMaxEvery)
-      throw std::invalid_argument("flow sampling interval must be a power of two");
+    opts_.fixed_every = std::min(std::bit_ceil(opts_.fixed_every), kMaxEvery);
     every_ = opts_.fixed_every;
   }
   answer_.by_packets.reserve(opts_.capacity);

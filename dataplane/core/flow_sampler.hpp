@@ -54,6 +54,11 @@ class FlowSampler {
   static constexpr uint32_t kMaxSamplesPerWindow = 16384;
   static constexpr uint32_t kMaxEvery = uint32_t{1} << 20;
 
+  // Whether options can be built: a dataplane checks its configuration with it first.
+  static Status check(const FlowSamplerOptions& opts);
+
+  // Options that fail check() are made valid here (window 1 s, the next power of two,
+  // capacity clamped), never thrown: no exception leaves the core.
   explicit FlowSampler(const FlowSamplerOptions& opts);
   FlowSampler(const FlowSampler&) = delete;
   FlowSampler& operator=(const FlowSampler&) = delete;

@@ -1,14 +1,20 @@
 #include "heavy_hitters.hpp"
 
 #include <algorithm>
-#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace sluice {
 
-HeavyHitters::HeavyHitters(size_t capacity, uint64_t seed) : seed_(seed) {
+Status HeavyHitters::check_capacity(size_t capacity) {
   if (capacity == 0 || capacity > kMaxCapacity)
-    throw std::length_error("heavy-hitter capacity must be in [1, 32768]");
+    return invalid_input("heavy-hitter capacity must be in [1, " + std::to_string(kMaxCapacity) +
+                         "], not " + std::to_string(capacity));
+  return Ok{};
+}
+
+HeavyHitters::HeavyHitters(size_t capacity, uint64_t seed) : seed_(seed) {
+  capacity = std::clamp<size_t>(capacity, 1, kMaxCapacity);
   entries_.resize(capacity);
   hashes_.resize(capacity);
   heap_.resize(capacity);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "flow_key.hpp"
+#include "result.hpp"
 
 namespace sluice {
 
@@ -34,8 +35,12 @@ class HeavyHitters {
   // Most counters a sketch may hold: heap positions and index entries are 16-bit.
   static constexpr size_t kMaxCapacity = 32768;
 
-  // `capacity` in [1, kMaxCapacity]; `seed` keys the index hash (random per start, so no
-  // stream can choose collisions in it).
+  // Whether a capacity can be built: callers check their configuration with it first.
+  static Status check_capacity(size_t capacity);
+
+  // `capacity` in [1, kMaxCapacity] (check_capacity; outside it is clamped there, never
+  // thrown: no exception leaves the core); `seed` keys the index hash (random per start, so
+  // no stream can choose collisions in it).
   HeavyHitters(size_t capacity, uint64_t seed);
 
   // Counts `weight` for (state_id, key), with the packets and bytes it stands for.

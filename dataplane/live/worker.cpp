@@ -51,6 +51,8 @@ Result<std::unique_ptr<Worker>> Worker::create(Pipeline& pipeline, WorkerSetup s
   auto wheel = TimingWheel<HeldPacket>::create(setup.slot_ns, setup.horizon_ns, setup.wheel_capacity,
                                                /*start_ns=*/0);
   if (!wheel) return make_error(where + wheel.error().message, wheel.error().kind);
+  if (Status flows = FlowSampler::check(setup.flows); !flows)
+    return make_error(where + flows.error().message, flows.error().kind);
   std::vector<TxQueue> tx;
   tx.reserve(setup.tx.size());
   for (const WorkerTx& t : setup.tx) {

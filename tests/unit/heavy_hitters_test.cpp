@@ -124,8 +124,10 @@ TEST(HeavyHitters, MemoryIsFixedAtConstruction) {
 }
 
 TEST(HeavyHitters, RefusesACapacityItCannotIndex) {
-  EXPECT_THROW(HeavyHitters(0, 1), std::length_error);
-  EXPECT_THROW(HeavyHitters(HeavyHitters::kMaxCapacity + 1, 1), std::length_error);
+  EXPECT_FALSE(HeavyHitters::check_capacity(0));
+  EXPECT_FALSE(HeavyHitters::check_capacity(HeavyHitters::kMaxCapacity + 1));
+  EXPECT_TRUE(HeavyHitters::check_capacity(HeavyHitters::kMaxCapacity));
+  EXPECT_EQ(HeavyHitters::check_capacity(0).error().kind, ErrorKind::invalid_input);
 }
 
 }  // namespace
