@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "packet_builder.hpp"
 #include "pipeline.hpp"
 #include "rules_loader.hpp"
+#include "synthetic_trace.hpp"
 
 namespace {
 
@@ -63,20 +63,11 @@ rules:
 
 const char* const kNoRules = "default: {action: pass}\nrules: []\n";
 
+// Every flow once, in order, a destination per flow.
 std::vector<uint8_t> make_trace(size_t flows) {
-  std::vector<uint8_t> trace(flows * kFrameBytes);
-  for (size_t f = 0; f < flows; ++f) {
-    const std::string src = "10." + std::to_string(f >> 16 & 255) + "." +
-                            std::to_string(f >> 8 & 255) + "." + std::to_string(f & 255);
-    const std::string dst = "172.16." + std::to_string(f >> 8 & 255) + "." + std::to_string(f & 255);
-    std::vector<uint8_t> frame = testing::PacketBuilder()
-                                     .ipv4(src, dst)
-                                     .udp(uint16_t(1024 + f % 64512), 53)
-                                     .frame_size(kFrameBytes)
-                                     .build();
-    std::memcpy(trace.data() + f * kFrameBytes, frame.data(), kFrameBytes);
-  }
-  return trace;
+  std::vector<uint32_t> order(flows);
+  for (size_t f = 0; f < flows; ++f) order[f] = uint32_t(f);
+  return bench::synthetic_trace(order, kFrameBytes, bench::TraceDst::per_flow);
 }
 
 [[noreturn]] void usage() {
