@@ -29,18 +29,6 @@ constexpr size_t kFrameBytes = 64;
 constexpr size_t kFrames = 131072;
 constexpr uint64_t kBurstGapNs = 2000;
 
-const char* const kRules = R"(
-default: {action: pass}
-rules:
-  - name: per-flow
-    match: {proto: udp}
-    key: 5-tuple
-    rate: 1Mpps
-    burst: 1000
-    algorithm: token-bucket
-    action: drop
-)";
-
 std::vector<uint8_t> make_trace(size_t flows) {
   return bench::synthetic_trace(bench::shuffled_flow_order(flows, kFrames), kFrameBytes);
 }
@@ -51,7 +39,7 @@ void run(benchmark::State& state, Sampling mode) {
   const bool sample = mode != Sampling::off;
   const auto flows = size_t(state.range(0));
   std::vector<uint8_t> trace = make_trace(flows);
-  auto rules = load_rules_text(kRules, "bench");
+  auto rules = load_rules_text(bench::kPerFlowRules, "bench");
   if (!rules) std::exit(1);
   PipelineOptions opts;
   opts.default_max_flows = flows;

@@ -34,19 +34,6 @@ constexpr uint32_t kFrameBytes = 64;
 constexpr uint64_t kStartNs = 1'000'000'000;
 constexpr uint64_t kBurstGapNs = 2000;  // 32 frames per 2 us: 16 Mpps offered
 
-// bench/dataplane/rules.yaml's rule: 1 Mpps per flow, far above what a flow gets here.
-const char* const kTokenBucket5Tuple = R"(
-default: {action: pass}
-rules:
-  - name: per-flow
-    match: {proto: udp}
-    key: 5-tuple
-    rate: 1Mpps
-    burst: 1000
-    algorithm: token-bucket
-    action: drop
-)";
-
 // One srTCM meter per destination (issue 14's qos_meter peer), every packet green.
 const char* const kSrtcmPerDst = R"(
 default: {action: pass}
@@ -88,7 +75,7 @@ int main(int argc, char** argv) {
     const std::string value = argv[++i];
     if (arg == "--rules") {
       rules_text = value == "none"        ? kNoRules
-                   : value == "tb-5tuple" ? kTokenBucket5Tuple
+                   : value == "tb-5tuple" ? bench::kPerFlowRules
                    : value == "srtcm-dst" ? kSrtcmPerDst
                                           : nullptr;
       if (!rules_text) usage();

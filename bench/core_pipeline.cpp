@@ -31,18 +31,6 @@ constexpr size_t kFrameBytes = 64;
 constexpr size_t kMinFrames = 131072;
 constexpr uint64_t kBurstGapNs = 2000;  // 32 frames per 2 us: 16 Mpps offered
 
-const char* const kPerFlowRules = R"(
-default: {action: pass}
-rules:
-  - name: per-flow
-    match: {proto: udp}
-    key: 5-tuple
-    rate: 1Mpps
-    burst: 1000
-    algorithm: token-bucket
-    action: drop
-)";
-
 const char* const kAggregateRules = R"(
 default: {action: pass}
 rules:
@@ -120,7 +108,7 @@ void run_pipeline(benchmark::State& state, const char* rules_text) {
 const bool registered = [] {
   benchmark::RegisterBenchmark("pipeline, no rule", run_pipeline, kNoRules)->Arg(1000);
   benchmark::RegisterBenchmark("pipeline, aggregate", run_pipeline, kAggregateRules)->Arg(1000);
-  benchmark::RegisterBenchmark("pipeline, per-flow", run_pipeline, kPerFlowRules)
+  benchmark::RegisterBenchmark("pipeline, per-flow", run_pipeline, bench::kPerFlowRules)
       ->ArgName("flows")
       ->Arg(1000)
       ->Arg(100'000)

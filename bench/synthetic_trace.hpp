@@ -1,6 +1,6 @@
-// The synthetic UDP traces of the core benchmarks: flow i is
-// 10.(i >> 16).(i >> 8).i:(1024 + i % 64512) -> dst:53, as sluice-tracegen numbers flows, and
-// a trace is its frames back to back, `frame_bytes` apart, in a given order of flows.
+// The synthetic UDP traces of the core benchmarks and the per-flow rule they are run with:
+// flow i is 10.(i >> 16).(i >> 8).i:(1024 + i % 64512) -> dst:53, as sluice-tracegen numbers
+// flows, and a trace is its frames back to back, `frame_bytes` apart, in a given order of flows.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +13,20 @@
 #include "packet_builder.hpp"
 
 namespace bench {
+
+// bench/dataplane/rules.yaml's rule: one token bucket per UDP 5-tuple at 1 Mpps, far above
+// what a flow of these traces gets, so every packet conforms (the full conforming path).
+inline constexpr const char* kPerFlowRules = R"(
+default: {action: pass}
+rules:
+  - name: per-flow
+    match: {proto: udp}
+    key: 5-tuple
+    rate: 1Mpps
+    burst: 1000
+    algorithm: token-bucket
+    action: drop
+)";
 
 // Where flow i's frames go: one destination for all, or 172.16.(i >> 8).i (a destination
 // per flow, up to 65536, for rules keyed by dst-ip).
