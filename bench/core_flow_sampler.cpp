@@ -10,16 +10,15 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "flow_sampler.hpp"
-#include "packet_builder.hpp"
 #include "pipeline.hpp"
 #include "rules_loader.hpp"
 #include "scenario.hpp"
+#include "synthetic_trace.hpp"
 
 namespace {
 
@@ -30,36 +29,8 @@ constexpr size_t kFrameBytes = 64;
 constexpr size_t kFrames = 131072;
 constexpr uint64_t kBurstGapNs = 2000;
 
-const char* const kRules = R"(
-default: {action: pass}
-rules:
-  - name: per-flow
-    match: {proto: udp}
-    key: 5-tuple
-    rate: 1Mpps
-    burst: 1000
-    algorithm: token-bucket
-    action: drop
-)";
-
 std::vector<uint8_t> make_trace(size_t flows) {
-  std::vector<uint32_t> order(kFrames);
-  for (size_t i = 0; i < kFrames; ++i) order[i] = uint32_t(i % flows);
-  std::mt19937_64 rng(1);
-  std::shuffle(order.begin(), order.end(), rng);
-  std::vector<uint8_t> trace(kFrames * kFrameBytes);
-  for (size_t i = 0; i < kFrames; ++i) {
-    const uint32_t f = order[i];
-    const std::string src = "10." + std::to_string(f >> 16 & 255) + "." +
-                            std::to_string(f >> 8 & 255) + "." + std::to_string(f & 255);
-    const std::vector<uint8_t> frame = testing::PacketBuilder()
-                                           .ipv4(src, "192.0.2.1")
-                                           .udp(uint16_t(1024 + f % 64512), 53)
-                                           .frame_size(kFrameBytes)
-                                           .build();
-    std::copy(frame.begin(), frame.end(), trace.begin() + ptrdiff_t(i * kFrameBytes));
-  }
-  return trace;
+  return bench::synthetic_trace(bench::shuffled_flow_order(flows, kFrames), kFrameBytes);
 }
 
 enum class Sampling { off, adaptive, every_packet };
@@ -68,7 +39,7 @@ void run(benchmark::State& state, Sampling mode) {
   const bool sample = mode != Sampling::off;
   const auto flows = size_t(state.range(0));
   std::vector<uint8_t> trace = make_trace(flows);
-  auto rules = load_rules_text(kRules, "bench");
+  auto rules = load_rules_text(bench::kPerFlowRules, "bench");
   if (!rules) std::exit(1);
   PipelineOptions opts;
   opts.default_max_flows = flows;

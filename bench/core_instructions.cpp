@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "packet_builder.hpp"
 #include "pipeline.hpp"
 #include "rules_loader.hpp"
+#include "synthetic_trace.hpp"
 
 namespace {
 
@@ -33,19 +33,6 @@ constexpr size_t kBurst = 32;
 constexpr uint32_t kFrameBytes = 64;
 constexpr uint64_t kStartNs = 1'000'000'000;
 constexpr uint64_t kBurstGapNs = 2000;  // 32 frames per 2 us: 16 Mpps offered
-
-// bench/dataplane/rules.yaml's rule: 1 Mpps per flow, far above what a flow gets here.
-const char* const kTokenBucket5Tuple = R"(
-default: {action: pass}
-rules:
-  - name: per-flow
-    match: {proto: udp}
-    key: 5-tuple
-    rate: 1Mpps
-    burst: 1000
-    algorithm: token-bucket
-    action: drop
-)";
 
 // One srTCM meter per destination (issue 14's qos_meter peer), every packet green.
 const char* const kSrtcmPerDst = R"(
@@ -63,20 +50,11 @@ rules:
 
 const char* const kNoRules = "default: {action: pass}\nrules: []\n";
 
+// Every flow once, in order, a destination per flow.
 std::vector<uint8_t> make_trace(size_t flows) {
-  std::vector<uint8_t> trace(flows * kFrameBytes);
-  for (size_t f = 0; f < flows; ++f) {
-    const std::string src = "10." + std::to_string(f >> 16 & 255) + "." +
-                            std::to_string(f >> 8 & 255) + "." + std::to_string(f & 255);
-    const std::string dst = "172.16." + std::to_string(f >> 8 & 255) + "." + std::to_string(f & 255);
-    std::vector<uint8_t> frame = testing::PacketBuilder()
-                                     .ipv4(src, dst)
-                                     .udp(uint16_t(1024 + f % 64512), 53)
-                                     .frame_size(kFrameBytes)
-                                     .build();
-    std::memcpy(trace.data() + f * kFrameBytes, frame.data(), kFrameBytes);
-  }
-  return trace;
+  std::vector<uint32_t> order(flows);
+  for (size_t f = 0; f < flows; ++f) order[f] = uint32_t(f);
+  return bench::synthetic_trace(order, kFrameBytes, bench::TraceDst::per_flow);
 }
 
 [[noreturn]] void usage() {
@@ -97,7 +75,7 @@ int main(int argc, char** argv) {
     const std::string value = argv[++i];
     if (arg == "--rules") {
       rules_text = value == "none"        ? kNoRules
-                   : value == "tb-5tuple" ? kTokenBucket5Tuple
+                   : value == "tb-5tuple" ? bench::kPerFlowRules
                    : value == "srtcm-dst" ? kSrtcmPerDst
                                           : nullptr;
       if (!rules_text) usage();

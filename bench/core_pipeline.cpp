@@ -14,14 +14,13 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "packet_builder.hpp"
 #include "pipeline.hpp"
 #include "rules_loader.hpp"
 #include "scenario.hpp"
+#include "synthetic_trace.hpp"
 
 namespace {
 
@@ -31,18 +30,6 @@ constexpr size_t kBurst = 32;
 constexpr size_t kFrameBytes = 64;
 constexpr size_t kMinFrames = 131072;
 constexpr uint64_t kBurstGapNs = 2000;  // 32 frames per 2 us: 16 Mpps offered
-
-const char* const kPerFlowRules = R"(
-default: {action: pass}
-rules:
-  - name: per-flow
-    match: {proto: udp}
-    key: 5-tuple
-    rate: 1Mpps
-    burst: 1000
-    algorithm: token-bucket
-    action: drop
-)";
 
 const char* const kAggregateRules = R"(
 default: {action: pass}
@@ -62,23 +49,7 @@ const char* const kNoRules = "default: {action: pass}\nrules: []\n";
 // numbers them; every flow once per pass, the passes shuffled independently.
 std::vector<uint8_t> make_trace(size_t flows) {
   const size_t frames = std::max(kMinFrames, (kMinFrames + flows - 1) / flows * flows);
-  std::vector<uint32_t> order(frames);
-  for (size_t i = 0; i < frames; ++i) order[i] = uint32_t(i % flows);
-  std::mt19937_64 rng(1);
-  std::shuffle(order.begin(), order.end(), rng);
-  std::vector<uint8_t> trace(frames * kFrameBytes);
-  for (size_t i = 0; i < frames; ++i) {
-    const uint32_t f = order[i];
-    const std::string src = "10." + std::to_string(f >> 16 & 255) + "." +
-                            std::to_string(f >> 8 & 255) + "." + std::to_string(f & 255);
-    std::vector<uint8_t> frame = testing::PacketBuilder()
-                                     .ipv4(src, "192.0.2.1")
-                                     .udp(uint16_t(1024 + f % 64512), 53)
-                                     .frame_size(kFrameBytes)
-                                     .build();
-    std::copy(frame.begin(), frame.end(), trace.begin() + ptrdiff_t(i * kFrameBytes));
-  }
-  return trace;
+  return bench::synthetic_trace(bench::shuffled_flow_order(flows, frames), kFrameBytes);
 }
 
 std::unique_ptr<Pipeline> make_pipeline(const char* rules_text, uint64_t flows) {
@@ -137,7 +108,7 @@ void run_pipeline(benchmark::State& state, const char* rules_text) {
 const bool registered = [] {
   benchmark::RegisterBenchmark("pipeline, no rule", run_pipeline, kNoRules)->Arg(1000);
   benchmark::RegisterBenchmark("pipeline, aggregate", run_pipeline, kAggregateRules)->Arg(1000);
-  benchmark::RegisterBenchmark("pipeline, per-flow", run_pipeline, kPerFlowRules)
+  benchmark::RegisterBenchmark("pipeline, per-flow", run_pipeline, bench::kPerFlowRules)
       ->ArgName("flows")
       ->Arg(1000)
       ->Arg(100'000)

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "../dataplane/core/flow_key_text.hpp"
+
 namespace sluice::xdp {
 namespace {
 
@@ -35,17 +37,6 @@ KeyAddrs addrs_of(const sl_flow_key& k, unsigned version) {
   return a;
 }
 
-std::string proto_name(unsigned proto) {
-  switch (proto) {
-    case 6: return "tcp";
-    case 17: return "udp";
-    case 1: return "icmp";
-    case 58: return "icmpv6";
-    case 132: return "sctp";
-    default: return "proto " + std::to_string(proto);
-  }
-}
-
 std::string key_bytes(const sl_flow_key& k) {
   return std::string(reinterpret_cast<const char*>(&k), sizeof k);
 }
@@ -70,7 +61,7 @@ std::string format_flow_key(const sl_flow_key& key) {
     case SL_KEY_DST_PREFIX: return dst + "/" + std::to_string(bits);
     case SL_KEY_SRC_DST: return src + " > " + dst;
     case SL_KEY_FIVE_TUPLE:
-      return proto_name(proto) + " " + port(src, sport) + " > " + port(dst, dport);
+      return protocol_name(uint8_t(proto)) + " " + port(src, sport) + " > " + port(dst, dport);
     default: return "(key mode " + std::to_string(mode) + ")";
   }
 }

@@ -24,7 +24,13 @@ std::string address_text(uint8_t version, uint64_t a, uint64_t b) {
   return text;
 }
 
-std::string proto_text(uint8_t proto) {
+std::string endpoint(uint8_t version, const std::string& addr, uint16_t port) {
+  return (version == 6 ? "[" + addr + "]" : addr) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+std::string protocol_name(uint8_t proto) {
   switch (proto) {
     case 6: return "tcp";
     case 17: return "udp";
@@ -34,12 +40,6 @@ std::string proto_text(uint8_t proto) {
     default: return "proto " + std::to_string(proto);
   }
 }
-
-std::string endpoint(uint8_t version, const std::string& addr, uint16_t port) {
-  return (version == 6 ? "[" + addr + "]" : addr) + ":" + std::to_string(port);
-}
-
-}  // namespace
 
 std::string flow_key_text(const FlowKey& key) {
   const uint64_t meta = key.w[0];
@@ -61,9 +61,9 @@ std::string flow_key_text(const FlowKey& key) {
     case KeyMode::src_dst: return src + " > " + dst;
     case KeyMode::five_tuple:
       if (proto == 6 || proto == 17 || proto == 132)
-        return proto_text(proto) + " " + endpoint(version, src, src_port) + " > " +
+        return protocol_name(proto) + " " + endpoint(version, src, src_port) + " > " +
                endpoint(version, dst, dst_port);
-      return proto_text(proto) + " " + src + " > " + dst;
+      return protocol_name(proto) + " " + src + " > " + dst;
     case KeyMode::none: break;
   }
   return "all";

@@ -18,6 +18,10 @@ namespace sluice {
 
 std::string flow_key_text(const FlowKey& key);
 
+// An IP protocol number as flow keys show it: "tcp", "udp", "icmp", "icmpv6", "sctp", else
+// "proto N" (shared with the XDP backend's flows top, which formats its keys the same way).
+std::string protocol_name(uint8_t proto);
+
 // The key of `mode` for a parsed frame (flow_key_of<mode>, chosen at run time).
 FlowKey flow_key_for(KeyMode mode, const ParsedFrame& pf, uint8_t prefix_len);
 

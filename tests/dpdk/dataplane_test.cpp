@@ -11,43 +11,26 @@
 #include <map>
 
 #include "../e2e/mini_json.hpp"
-#include "eal_env.hpp"
-#include "live/dataplane.hpp"
 #include "live/report.hpp"
-#include "packet_builder.hpp"
-#include "pipeline.hpp"
-#include "rules_loader.hpp"
+#include "live_rig.hpp"
 
 namespace sluice {
 namespace {
 
 using testing::PacketBuilder;
 using testing::RingPort;
+using testing::small_config;
+using testing::udp_frame;
 using testing::wait_until;
 
 auto* const kEalEnv = ::testing::AddGlobalTestEnvironment(new testing::EalEnvironment);
 
 std::unique_ptr<Pipeline> make_pipeline(const std::string& yaml) {
-  auto rules = load_rules_text(yaml, "test.yaml");
-  if (!rules) throw std::runtime_error(rules.error().message);
   PipelineOptions opts;
   opts.hash_seed = 1;
-  auto p = Pipeline::create(std::move(rules).value(), opts);
+  auto p = Pipeline::create(testing::rules_of(yaml), opts);
   if (!p) throw std::runtime_error(p.error().message);
   return std::move(p).value();
-}
-
-// Small rings and pools: the tests send hundreds of packets, not millions.
-DataplaneConfig small_config(std::vector<uint16_t> ports, std::vector<unsigned> lcores) {
-  DataplaneConfig c;
-  c.ports = std::move(ports);
-  c.worker_lcores = std::move(lcores);
-  c.rx_desc = 256;
-  c.tx_desc = 256;
-  c.tx_buffer_capacity = 256;
-  c.wheel_capacity = 1024;
-  c.mempool_cache = 32;
-  return c;
 }
 
 const RuleSnapshot& rule(const CountersSnapshot& s, const std::string& name) {
@@ -61,10 +44,6 @@ const PortSnapshot& port_stats(const CountersSnapshot& s, uint16_t id) {
   for (const PortSnapshot& p : s.ports)
     if (p.port == id) return p;
   throw std::runtime_error("no port stats");
-}
-
-std::vector<uint8_t> udp_frame(const std::string& src, uint16_t dport, size_t size = 64) {
-  return PacketBuilder().ipv4(src, "192.0.2.10").udp(1024, dport).frame_size(size).build();
 }
 
 uint32_t src_of(const rte_mbuf* m) {

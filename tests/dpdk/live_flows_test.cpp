@@ -7,37 +7,20 @@
 // their burst-boundary hand-over (the workers never stop).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
 
-#include "eal_env.hpp"
-#include "live/dataplane.hpp"
-#include "live/live_rules_target.hpp"
-#include "packet_builder.hpp"
-#include "pipeline.hpp"
-#include "rules_loader.hpp"
+#include "live_rig.hpp"
 
 namespace sluice {
 namespace {
 
-using testing::PacketBuilder;
-using testing::RingPort;
-using testing::wait_until;
+using testing::rules_of;
+using testing::udp_frame;
 
 auto* const kEalEnv = ::testing::AddGlobalTestEnvironment(new testing::EalEnvironment);
-
-RuleSet rules_of(const std::string& yaml) {
-  auto rules = load_rules_text(yaml, "test.yaml");
-  if (!rules) throw std::runtime_error(rules.error().message);
-  return std::move(rules).value();
-}
-
-std::vector<uint8_t> udp_frame(const std::string& src, uint16_t dport, size_t size = 64) {
-  return PacketBuilder().ipv4(src, "192.0.2.10").udp(1024, dport).frame_size(size).build();
-}
 
 const char* const kRules = R"(
 default: {action: pass}
@@ -47,77 +30,9 @@ rules:
   - {name: total, match: {proto: udp, dst-port: 11}, key: none, rate: 10Mpps, burst: 100000, action: drop}
 )";
 
-class LiveFlows : public ::testing::Test {
+class LiveFlows : public testing::LiveRig {
  protected:
-  void SetUp() override { SLUICE_REQUIRE_EAL(); }
-
-  void TearDown() override {
-    stop_traffic();
-    if (dp) dp->stop();
-    if (a) a->free_all();
-    if (b) b->free_all();
-    if (dp) {
-      EXPECT_EQ(dp->mbufs_in_use(), 0u) << "mbufs leaked";
-    }
-    dp.reset();
-    a.reset();
-    b.reset();
-  }
-
-  void start(const std::string& yaml) {
-    PipelineOptions opts;
-    opts.hash_seed = 1;
-    auto p = Pipeline::create(rules_of(yaml), opts);
-    ASSERT_TRUE(p) << p.error().message;
-    pipeline = std::move(p).value();
-    a = std::make_unique<RingPort>(2, 4096, 4096);
-    b = std::make_unique<RingPort>(2, 4096, 4096);
-    DataplaneConfig c;
-    c.ports = std::vector<uint16_t>{a->id(), b->id()};
-    c.worker_lcores = std::vector<unsigned>{1, 2};
-    c.rx_desc = 256;
-    c.tx_desc = 256;
-    c.tx_buffer_capacity = 256;
-    c.wheel_capacity = 1024;
-    c.mempool_cache = 32;
-    c.flows_window_ns = 500'000'000;  // half a second: the test waits for two
-    auto created = Dataplane::create(*pipeline, c);
-    ASSERT_TRUE(created) << created.error().message;
-    dp = std::move(created).value();
-    target = std::make_unique<LiveRulesTarget>(*pipeline, *dp);
-    ASSERT_TRUE(dp->start());
-  }
-
-  // A thread offers `frames` in order, round robin over both RX queues of port a, and takes
-  // what port b sends.
-  void start_traffic(std::vector<std::vector<uint8_t>> frames) {
-    traffic = std::thread([this, frames = std::move(frames)] {
-      std::vector<rte_mbuf*> out;
-      size_t k = 0;
-      while (!stop_.load(std::memory_order_relaxed)) {
-        for (unsigned q = 0; q < 2; ++q) {
-          for (int i = 0; i < 32; ++i) {
-            rte_mbuf* m = testing::make_mbuf(dp->mempool(), frames[k % frames.size()]);
-            if (m == nullptr) break;
-            if (!a->inject(q, m)) {
-              rte_pktmbuf_free(m);
-              break;
-            }
-            ++k;
-          }
-        }
-        b->collect(out);
-        testing::free_all(out);
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-    });
-  }
-
-  void stop_traffic() {
-    if (!traffic.joinable()) return;
-    stop_ = true;
-    traffic.join();
-  }
+  LiveFlows() { flows_window_ns = 500'000'000; }  // half a second: the test waits for two
 
   // Two windows of traffic: the last complete one was full of it on both workers.
   static void wait_two_windows() { std::this_thread::sleep_for(std::chrono::milliseconds(1200)); }
@@ -131,13 +46,6 @@ class LiveFlows : public ::testing::Test {
     EXPECT_TRUE(flows) << flows.error().message;
     return flows ? *flows : std::vector<FlowRate>{};
   }
-
-  std::unique_ptr<Pipeline> pipeline;
-  std::unique_ptr<RingPort> a, b;
-  std::unique_ptr<Dataplane> dp;
-  std::unique_ptr<LiveRulesTarget> target;
-  std::thread traffic;
-  std::atomic<bool> stop_{false};
 };
 
 // A 4x, B 2x, C 1x (of 64-byte frames), with 8 one-off sources: 8 of 15 packets are A, B, C.

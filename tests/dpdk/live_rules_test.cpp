@@ -14,140 +14,29 @@
 #include <cstdlib>
 #include <thread>
 
-#include "eal_env.hpp"
-#include "live/dataplane.hpp"
-#include "live/live_rules_target.hpp"
-#include "packet_builder.hpp"
-#include "pipeline.hpp"
-#include "rules_loader.hpp"
+#include "live_rig.hpp"
 
 namespace sluice {
 namespace {
 
-using testing::PacketBuilder;
-using testing::RingPort;
+using testing::find_rule;
+using testing::rules_of;
+using testing::udp_frame;
 using testing::wait_until;
 using Clock = std::chrono::steady_clock;
 
 auto* const kEalEnv = ::testing::AddGlobalTestEnvironment(new testing::EalEnvironment);
 
-RuleSet rules_of(const std::string& yaml) {
-  auto rules = load_rules_text(yaml, "test.yaml");
-  if (!rules) throw std::runtime_error(rules.error().message);
-  return std::move(rules).value();
-}
-
-std::vector<uint8_t> udp_frame(const std::string& src, uint16_t dport) {
-  return PacketBuilder().ipv4(src, "192.0.2.10").udp(1024, dport).frame_size(64).build();
-}
-
-const RuleSnapshot* find_rule(const CountersSnapshot& s, const std::string& name) {
-  for (const RuleSnapshot& r : s.rules)
-    if (r.name == name) return &r;
-  return nullptr;
-}
-
-class LiveRules : public ::testing::Test {
+class LiveRules : public testing::LiveRig {
  protected:
-  void SetUp() override { SLUICE_REQUIRE_EAL(); }
-
-  void TearDown() override {
-    stop_traffic();
-    if (dp) dp->stop();
-    if (a) a->free_all();
-    if (b) b->free_all();
-    if (dp) {
-      EXPECT_EQ(dp->mbufs_in_use(), 0u) << "mbufs leaked";
-    }
-    dp.reset();
-    a.reset();
-    b.reset();
-  }
-
-  void start(const std::string& yaml) {
-    PipelineOptions opts;
-    opts.hash_seed = 1;
-    auto p = Pipeline::create(rules_of(yaml), opts);
-    ASSERT_TRUE(p) << p.error().message;
-    pipeline = std::move(p).value();
-    a = std::make_unique<RingPort>(2, 4096, 4096);
-    b = std::make_unique<RingPort>(2, 4096, 4096);
-    DataplaneConfig c;
-    c.ports = std::vector<uint16_t>{a->id(), b->id()};
-    c.worker_lcores = std::vector<unsigned>{1, 2};
-    c.rx_desc = 256;
-    c.tx_desc = 256;
-    c.tx_buffer_capacity = 256;
-    c.wheel_capacity = 1024;
-    c.mempool_cache = 32;
-    auto created = Dataplane::create(*pipeline, c);
-    ASSERT_TRUE(created) << created.error().message;
-    dp = std::move(created).value();
-    target = std::make_unique<LiveRulesTarget>(*pipeline, *dp);
-    ASSERT_TRUE(dp->start());
-  }
-
-  // A thread offers `frames` round robin on both RX queues of port a as fast as the pool
-  // allows, and takes everything port b sends (counted in `collected`).
-  void start_traffic(std::vector<std::vector<uint8_t>> frames) {
-    traffic = std::thread([this, frames = std::move(frames)] {
-      std::vector<rte_mbuf*> out;
-      size_t k = 0;
-      while (!stop_.load(std::memory_order_relaxed)) {
-        for (unsigned q = 0; q < 2; ++q) {
-          for (int i = 0; i < 32; ++i) {
-            rte_mbuf* m = testing::make_mbuf(dp->mempool(), frames[k++ % frames.size()]);
-            if (m == nullptr) break;  // pool busy: the workers free some
-            if (!a->inject(q, m)) {
-              rte_pktmbuf_free(m);
-              break;
-            }
-            offered.fetch_add(1, std::memory_order_relaxed);
-          }
-        }
-        collected.fetch_add(b->collect(out), std::memory_order_relaxed);
-        testing::free_all(out);
-        // Leave the CPUs to the workers and the control thread most of the time: ~64
-        // packets per 50 us is still ~1 Mpps, far above every rate limited here.
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-    });
-  }
-
-  // Stops offering, waits until the workers took every offered packet, collects the rest.
-  void stop_traffic() {
-    if (!traffic.joinable()) return;
-    stop_ = true;
-    traffic.join();
-    wait_until([&] { return dp->totals().rx_packets == offered.load(); });
-    std::vector<rte_mbuf*> out;
-    wait_until([&] {
-      collected += b->collect(out);
-      testing::free_all(out);
-      const WorkerStats t = dp->totals();
-      return collected.load() == t.tx_packets;
-    }, std::chrono::milliseconds(2000));
-  }
-
-  void collect_rest() {
-    std::vector<rte_mbuf*> out;
-    collected += b->collect(out);
-    testing::free_all(out);
-  }
+  // The tests count every packet: stopping the traffic waits until the workers took it all.
+  LiveRules() { drain_on_stop = true; }
 
   uint64_t conformed(const std::string& rule) {
     const CountersSnapshot s = dp->snapshot();
     const RuleSnapshot* r = find_rule(s, rule);
     return r ? r->traffic.pkts(Outcome::conformed) : 0;
   }
-
-  std::unique_ptr<Pipeline> pipeline;
-  std::unique_ptr<RingPort> a, b;
-  std::unique_ptr<Dataplane> dp;
-  std::unique_ptr<LiveRulesTarget> target;
-  std::thread traffic;
-  std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> offered{0}, collected{0};
 };
 
 std::string rate_rule(int pps) {

@@ -375,4 +375,14 @@ TEST(FlowKeyText, EveryKeyModeReadsAsAnOperatorWritesIt) {
   EXPECT_EQ(key_text(KeyMode::src_ip, arp), "non-IP");
 }
 
+TEST(FlowKeyText, ProtocolNamesAndTheNumberOfTheRest) {
+  EXPECT_EQ(protocol_name(6), "tcp");
+  EXPECT_EQ(protocol_name(17), "udp");
+  EXPECT_EQ(protocol_name(1), "icmp");
+  EXPECT_EQ(protocol_name(58), "icmpv6");
+  EXPECT_EQ(protocol_name(132), "sctp");
+  EXPECT_EQ(protocol_name(47), "proto 47");
+  EXPECT_EQ(protocol_name(0), "proto 0");
+}
+
 }  // namespace
