@@ -60,48 +60,39 @@ bool is_digits(std::string_view s) {
 
 // Parses "123", "2.5", "0.125" (no sign, no exponent, digits on both sides of a dot).
 // Trailing fraction zeros are dropped: they do not change the value.
-bool parse_decimal(std::string_view s, Decimal* out, std::string* why) {
+Result<Decimal> parse_decimal(std::string_view s) {
   size_t dot = s.find('.');
   std::string_view whole = s.substr(0, dot);
   std::string_view frac = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
-  if (!is_digits(whole) || (dot != std::string_view::npos && !is_digits(frac))) {
-    *why = "expected a number such as 10 or 2.5";
-    return false;
-  }
+  if (!is_digits(whole) || (dot != std::string_view::npos && !is_digits(frac)))
+    return invalid_input("expected a number such as 10 or 2.5");
   while (!frac.empty() && frac.back() == '0') frac.remove_suffix(1);
-  if (frac.size() > kMaxFractionDigits) {
-    *why = "too many decimal places";
-    return false;
-  }
+  if (frac.size() > kMaxFractionDigits) return invalid_input("too many decimal places");
   u128 m = 0;
   for (std::string_view part : {whole, frac}) {
     for (char c : part) {
       m = m * 10 + u128(c - '0');
-      if (m >= kMaxMantissa) {
-        *why = "number too large";
-        return false;
-      }
+      if (m >= kMaxMantissa) return invalid_input("number too large");
     }
   }
-  out->mantissa = m;
-  out->fraction_digits = unsigned(frac.size());
-  return true;
+  return Decimal{m, unsigned(frac.size())};
 }
 
+// A number as written and the unit after it ("" when there is none).
+struct Quantity {
+  Decimal value;
+  std::string_view unit;
+};
+
 // Splits text into a decimal and a unit, with the sign and shape errors every parser shares.
-bool parse_quantity(std::string_view text, Decimal* value, std::string_view* unit,
-                    std::string* why) {
-  if (!text.empty() && text[0] == '-') {
-    *why = "must not be negative";
-    return false;
-  }
-  std::string_view number;
-  split_number(text, &number, unit);
-  if (number.empty()) {
-    *why = "expected a number followed by a unit";
-    return false;
-  }
-  return parse_decimal(number, value, why);
+Result<Quantity> parse_quantity(std::string_view text) {
+  if (!text.empty() && text[0] == '-') return invalid_input("must not be negative");
+  std::string_view number, unit;
+  split_number(text, &number, &unit);
+  if (number.empty()) return invalid_input("expected a number followed by a unit");
+  Result<Decimal> value = parse_decimal(number);
+  if (!value) return value.error();
+  return Quantity{*value, unit};
 }
 
 // value * mul_num / mul_den as an exact fraction in lowest terms; false if it does not fit
@@ -119,20 +110,13 @@ bool exact_fraction(const Decimal& d, u128 mul_num, u128 mul_den, u128* num, u12
   return n <= kU64Max && q <= kU64Max;
 }
 
-// value * multiplier as a whole number of `what`; fills *why when it is not one.
-bool exact_whole(const Decimal& d, u128 multiplier, const char* what, uint64_t* out,
-                 std::string* why) {
+// value * multiplier as a whole number of `what`; an error when it is not one.
+Result<uint64_t> exact_whole(const Decimal& d, u128 multiplier, const char* what) {
   u128 num, den;
-  if (!exact_fraction(d, multiplier, 1, &num, &den) || num / den > kU64Max) {
-    *why = "too large";
-    return false;
-  }
-  if (den != 1) {
-    *why = std::string("not a whole number of ") + what;
-    return false;
-  }
-  *out = uint64_t(num);
-  return true;
+  if (!exact_fraction(d, multiplier, 1, &num, &den) || num / den > kU64Max)
+    return invalid_input("too large");
+  if (den != 1) return invalid_input(std::string("not a whole number of ") + what);
+  return uint64_t(num);
 }
 
 struct UnitDef {
@@ -247,76 +231,53 @@ std::string format_with_prefix(u128 num, u128 den, const char* const* prefixed_u
 
 }  // namespace
 
-bool parse_rate(const std::string& text, Rate* out, std::string* why) {
-  if (!text.empty() && text[0] == '-') {
-    *why = "must be positive";
-    return false;
-  }
-  Decimal value;
-  std::string_view unit;
-  if (!parse_quantity(text, &value, &unit, why)) return false;
-  if (unit.empty()) {
-    *why = std::string("missing unit (expected ") + kRateUnitList + ")";
-    return false;
-  }
+Result<Rate> parse_rate(const std::string& text) {
+  if (!text.empty() && text[0] == '-') return invalid_input("must be positive");
+  Result<Quantity> q = parse_quantity(text);
+  if (!q) return q.error();
+  const auto& [value, unit] = *q;
+  if (unit.empty())
+    return invalid_input(std::string("missing unit (expected ") + kRateUnitList + ")");
   const UnitDef* u = find_rate_unit(unit);
-  if (u == nullptr) {
-    *why =
-        "unknown unit " + quoted(unit) + " (expected " + kRateUnitList + ")" + rate_unit_hint(unit);
-    return false;
-  }
-  if (value.mantissa == 0) {
-    *why = "must be positive";
-    return false;
-  }
+  if (u == nullptr)
+    return invalid_input("unknown unit " + quoted(unit) + " (expected " + kRateUnitList + ")" +
+                         rate_unit_hint(unit));
+  if (value.mantissa == 0) return invalid_input("must be positive");
   u128 num, den;
-  if (!exact_fraction(value, u->mul_num, u->mul_den, &num, &den)) {
-    *why = "out of range";
-    return false;
-  }
-  *out = Rate{u->unit, uint64_t(num), uint64_t(den)};
-  return true;
+  if (!exact_fraction(value, u->mul_num, u->mul_den, &num, &den))
+    return invalid_input("out of range");
+  return Rate{u->unit, uint64_t(num), uint64_t(den)};
 }
 
-bool parse_burst(const std::string& text, CostUnit unit, uint64_t* out, std::string* why) {
+Result<uint64_t> parse_burst(const std::string& text, CostUnit unit) {
+  Result<Quantity> q = parse_quantity(text);
+  if (!q) return q.error();
+  const auto& [value, suffix] = *q;
   if (unit == CostUnit::packets) {
     // A pps bucket counts whole packets; anything else is a unit mix-up worth naming.
-    Decimal value;
-    std::string_view suffix;
-    if (!parse_quantity(text, &value, &suffix, why)) return false;
-    if (!suffix.empty() || value.fraction_digits != 0) {
-      *why = "a burst for a pps rate is a whole number of packets, such as 50";
-      return false;
-    }
-    return exact_whole(value, 1, "packets", out, why);
+    if (!suffix.empty() || value.fraction_digits != 0)
+      return invalid_input("a burst for a pps rate is a whole number of packets, such as 50");
+    return exact_whole(value, 1, "packets");
   }
-  Decimal value;
-  std::string_view suffix;
-  if (!parse_quantity(text, &value, &suffix, why)) return false;
   u128 multiplier = 0;
   if (suffix.empty()) multiplier = 1;  // a bare number is bytes
   for (const SizeUnit& s : kSizeUnits)
     if (s.name == suffix) multiplier = s.bytes;
-  if (multiplier == 0) {
-    *why = "unknown unit " + quoted(suffix) + " (expected " + kSizeUnitList +
-           "; kB = 1000 bytes, KiB = 1024)";
-    return false;
-  }
-  return exact_whole(value, multiplier, "bytes", out, why);
+  if (multiplier == 0)
+    return invalid_input("unknown unit " + quoted(suffix) + " (expected " + kSizeUnitList +
+                         "; kB = 1000 bytes, KiB = 1024)");
+  return exact_whole(value, multiplier, "bytes");
 }
 
-bool parse_duration(const std::string& text, uint64_t* out_ns, std::string* why) {
-  Decimal value;
-  std::string_view unit;
-  if (!parse_quantity(text, &value, &unit, why)) return false;
-  if (unit.empty()) {
-    *why = std::string("missing unit (expected ") + kDurationUnitList + ")";
-    return false;
-  }
+Result<uint64_t> parse_duration(const std::string& text) {
+  Result<Quantity> q = parse_quantity(text);
+  if (!q) return q.error();
+  const auto& [value, unit] = *q;
+  if (unit.empty())
+    return invalid_input(std::string("missing unit (expected ") + kDurationUnitList + ")");
   for (const DurationUnit& d : kDurationUnits)
-    if (d.name == unit) return exact_whole(value, d.ns, "nanoseconds", out_ns, why);
-  *why = "unknown unit " + quoted(unit) + " (expected " + kDurationUnitList + ")";
-  return false;
+    if (d.name == unit) return exact_whole(value, d.ns, "nanoseconds");
+  return invalid_input("unknown unit " + quoted(unit) + " (expected " + kDurationUnitList + ")");
 }
 
 std::string format_rate(const Rate& r) {

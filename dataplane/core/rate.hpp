@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "result.hpp"
+
 namespace sluice {
 
 enum class CostUnit : uint8_t {
@@ -22,16 +24,16 @@ struct Rate {
   friend bool operator==(const Rate&, const Rate&) = default;
 };
 
-// "1000pps", "2.5Mpps", "64kbit", "10Mbit", "2.5Gbit", "125kB/s" -> Rate. Returns false and
-// fills *why on anything else (including zero or negative values).
-bool parse_rate(const std::string& text, Rate* out, std::string* why);
+// "1000pps", "2.5Mpps", "64kbit", "10Mbit", "2.5Gbit", "125kB/s" -> Rate. An invalid_input
+// error saying why on anything else (including zero or negative values).
+Result<Rate> parse_rate(const std::string& text);
 
 // A burst in tokens of `unit`: a bare count for pps rates; bytes ("1500", "64KiB", "1MB")
 // for byte rates.
-bool parse_burst(const std::string& text, CostUnit unit, uint64_t* out, std::string* why);
+Result<uint64_t> parse_burst(const std::string& text, CostUnit unit);
 
 // "5ms", "60s", "250us", "1m" -> nanoseconds.
-bool parse_duration(const std::string& text, uint64_t* out_ns, std::string* why);
+Result<uint64_t> parse_duration(const std::string& text);
 
 std::string format_rate(const Rate& r);
 

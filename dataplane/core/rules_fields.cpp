@@ -302,9 +302,9 @@ Status RuleParser::apply_match_field(const Field& f, const std::string& where) {
   if (f.key == "proto") return store(m.proto, parse_proto);
   if (f.key == "src-port") return store(m.src_port, parse_port_range);
   if (f.key == "dst-port") return store(m.dst_port, parse_port_range);
-  if (f.key == "vlan") return store(m.vlan, in_range(0, 4095));
+  if (f.key == "vlan") return store(m.vlan, in_range<uint16_t>(0, 4095));
   if (f.key == "dscp") return store(m.dscp, parse_dscp);
-  return store(m.port, in_range(0, 65535));  // "port": collect_fields allowed nothing else
+  return store(m.port, in_range<uint16_t>(0, 65535));  // "port": the only other field allowed
 }
 
 // Combinations that could never match a packet are almost certainly mistakes.
@@ -323,11 +323,8 @@ Status RuleParser::check_match(const Fields& fields, const std::string& where) c
 }
 
 Status RuleParser::apply_key(const Field& f) {
-  Result<std::pair<KeyMode, uint8_t>> k = parse_field<std::pair<KeyMode, uint8_t>>(
-      msg_, f, label_,
-      [](const std::string& s, std::pair<KeyMode, uint8_t>* out, std::string* why) {
-        return parse_key(s, &out->first, &out->second, why);
-      });
+  Result<std::pair<KeyMode, uint8_t>> k =
+      parse_field<std::pair<KeyMode, uint8_t>>(msg_, f, label_, parse_key);
   if (!k) return k.error();
   rule_.key = k->first;
   rule_.key_prefix_len = k->second;
@@ -359,9 +356,7 @@ Status RuleParser::apply_peak_rate(const Field& f) {
 // A bucket size in the rule's cost unit, at least one packet unless allow_zero (EBS).
 Result<uint64_t> RuleParser::bucket_size(const Field& f, CostUnit unit, bool allow_zero) {
   Result<uint64_t> b = parse_field<uint64_t>(
-      msg_, f, label_, [unit](const std::string& s, uint64_t* out, std::string* why) {
-        return parse_burst(s, unit, out, why);
-      });
+      msg_, f, label_, [unit](const std::string& s) { return parse_burst(s, unit); });
   if (!b) return b;
   if (!(allow_zero && *b == 0) && *b < min_burst(unit))
     return msg_.at(f.line, label_ + ": " + f.key + " " + std::to_string(*b) +
@@ -417,15 +412,18 @@ Status RuleParser::apply_limit(const Field& f) {
   if (!text) return text.error();
   bool bare = text->find_first_not_of("0123456789.") == std::string::npos;
   CostUnit unit = bare ? CostUnit::packets : CostUnit::bytes;
-  uint64_t v = 0;
-  std::string why = "expected a whole number of packets";
-  bool ok = bare ? parse_uint(*text, UINT64_MAX, &v) : parse_burst(*text, unit, &v, &why);
-  if (!ok)
-    return msg_.at(f.line, label_ + ": limit " + quoted(*text) + ": " + why +
+  uint64_t packets = 0;
+  Result<uint64_t> v = invalid_input("expected a whole number of packets");
+  if (!bare)
+    v = parse_burst(*text, unit);
+  else if (parse_uint(*text, UINT64_MAX, &packets))
+    v = packets;
+  if (!v)
+    return msg_.at(f.line, label_ + ": limit " + quoted(*text) + ": " + v.error().message +
                                " (a limit is packets, such as 100, or bytes with a unit, such "
                                "as 1500B or 64KiB)");
-  if (Status s = require_positive(f, v); !s) return s;
-  rule_.limit = v;
+  if (Status s = require_positive(f, *v); !s) return s;
+  rule_.limit = *v;
   rule_.limit_unit = unit;
   return Ok{};
 }
@@ -439,7 +437,7 @@ Status RuleParser::apply_max_delay(const Field& f) {
 
 // Overhead is bytes added to each packet's cost, so it only means something for byte costs.
 Status RuleParser::apply_overhead(const Field& f) {
-  Result<uint64_t> v = parse_field<uint64_t>(msg_, f, label_, in_range(0, 1000));
+  Result<uint64_t> v = parse_field<uint64_t>(msg_, f, label_, in_range<uint64_t>(0, 1000));
   if (!v) return v.error();
   if (rule_.cost_unit() != CostUnit::bytes)
     return msg_.at(f.line, label_ +
@@ -492,7 +490,7 @@ Status RuleParser::apply_parent(const Field& f) {
 // (a flow costs 32 or 48 bytes: memory_budget.hpp); whether the machine has that much memory
 // is for the process that allocates it to check.
 Status RuleParser::apply_max_flows(const Field& f) {
-  Result<uint64_t> v = parse_field<uint64_t>(msg_, f, label_, in_range(1, UINT64_MAX));
+  Result<uint64_t> v = parse_field<uint64_t>(msg_, f, label_, in_range<uint64_t>(1, UINT64_MAX));
   if (!v) return v.error();
   if (*v > kMaxFlowsPerRule)
     return msg_.at(f.line, label_ + ": max-flows " + std::to_string(*v) +

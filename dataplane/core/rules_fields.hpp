@@ -41,16 +41,16 @@ Result<Fields> collect_map_fields(const Messages& msg, const Field& f, const std
 // The field's value as text; a null, map or list value is an error.
 Result<std::string> scalar_of(const Messages& msg, const Field& f, const std::string& where);
 
-// Reads a scalar field with `parse(text, &value, &why)`; a failure reads
+// Reads a scalar field with `parse(text) -> Result<T>`; a failure reads
 // `WHERE: KEY "TEXT": WHY`.
 template <class T, class Parse>
 Result<T> parse_field(const Messages& msg, const Field& f, const std::string& where, Parse parse) {
   Result<std::string> text = scalar_of(msg, f, where);
   if (!text) return text.error();
-  T value{};
-  std::string why;
-  if (!parse(*text, &value, &why))
-    return msg.at(f.line, where + ": " + f.key + " " + quoted(*text) + ": " + why);
+  Result<T> value = parse(*text);
+  if (!value)
+    return msg.at(f.line, where + ": " + f.key + " " + quoted(*text) + ": " +
+                              value.error().message);
   return value;
 }
 

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "rules_loader.hpp"
 
@@ -92,16 +93,14 @@ bool parse_uint(std::string_view s, uint64_t max, uint64_t* out) {
   return true;
 }
 
-bool parse_ranged(std::string_view s, uint64_t lo, uint64_t hi, uint64_t* out, std::string* why) {
+Result<uint64_t> parse_ranged(std::string_view s, uint64_t lo, uint64_t hi) {
   uint64_t v = 0;
-  if (!parse_uint(s, hi, &v) || v < lo) {
-    *why = hi == UINT64_MAX && lo == 1
-               ? std::string("expected a positive whole number")
-               : "expected a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
-    return false;
-  }
-  *out = v;
-  return true;
+  if (!parse_uint(s, hi, &v) || v < lo)
+    return invalid_input(hi == UINT64_MAX && lo == 1
+                             ? std::string("expected a positive whole number")
+                             : "expected a whole number from " + std::to_string(lo) + " to " +
+                                   std::to_string(hi));
+  return v;
 }
 
 bool parse_algorithm(std::string_view s, Algorithm* out) {
@@ -113,102 +112,75 @@ bool parse_algorithm(std::string_view s, Algorithm* out) {
   return false;
 }
 
-bool parse_key(std::string_view s, KeyMode* mode, uint8_t* prefix_len, std::string* why) {
-  *why =
+Result<std::pair<KeyMode, uint8_t>> parse_key(std::string_view s) {
+  const Error bad = invalid_input(
       "expected none, src-ip, dst-ip, src-dst, 5-tuple, src-prefix/N or dst-prefix/N "
-      "(N from 1 to 128)";
+      "(N from 1 to 128)");
   for (const KeyName& k : kKeyNames)
-    if (s == k.name) {
-      *mode = k.mode;
-      *prefix_len = 0;
-      return true;
-    }
+    if (s == k.name) return std::pair{k.mode, uint8_t(0)};
   bool src = s.starts_with(kSrcPrefix);
-  if (!src && !s.starts_with(kDstPrefix)) return false;
+  if (!src && !s.starts_with(kDstPrefix)) return bad;
   uint64_t n = 0;
-  if (!parse_uint(s.substr(kSrcPrefix.size()), 128, &n) || n < 1) return false;
-  *mode = src ? KeyMode::src_prefix : KeyMode::dst_prefix;
-  *prefix_len = uint8_t(n);
-  return true;
+  if (!parse_uint(s.substr(kSrcPrefix.size()), 128, &n) || n < 1) return bad;
+  return std::pair{src ? KeyMode::src_prefix : KeyMode::dst_prefix, uint8_t(n)};
 }
 
-bool parse_proto(std::string_view s, uint8_t* out, std::string* why) {
+Result<uint8_t> parse_proto(std::string_view s) {
   for (const ProtoName& p : kProtoNames)
-    if (s == p.name) {
-      *out = p.number;
-      return true;
-    }
+    if (s == p.name) return p.number;
   uint64_t v = 0;
-  if (!parse_uint(s, 255, &v)) {
-    *why = "expected tcp, udp, icmp, icmpv6, sctp or a protocol number from 0 to 255";
-    return false;
-  }
-  *out = uint8_t(v);
-  return true;
+  if (!parse_uint(s, 255, &v))
+    return invalid_input(
+        "expected tcp, udp, icmp, icmpv6, sctp or a protocol number from 0 to 255");
+  return uint8_t(v);
 }
 
 bool has_ports(uint8_t proto) { return proto == 6 || proto == 17 || proto == 132; }
 
-bool parse_port_range(std::string_view s, PortRange* out, std::string* why) {
-  *why = "expected a port (0-65535) or a range lo-hi with lo <= hi";
+Result<PortRange> parse_port_range(std::string_view s) {
+  const Error bad = invalid_input("expected a port (0-65535) or a range lo-hi with lo <= hi");
   size_t dash = s.find('-');
   uint64_t lo = 0, hi = 0;
   if (dash == std::string_view::npos) {
-    if (!parse_uint(s, 65535, &lo)) return false;
+    if (!parse_uint(s, 65535, &lo)) return bad;
     hi = lo;
   } else if (!parse_uint(s.substr(0, dash), 65535, &lo) ||
              !parse_uint(s.substr(dash + 1), 65535, &hi) || lo > hi) {
-    return false;
+    return bad;
   }
-  *out = PortRange{uint16_t(lo), uint16_t(hi)};
-  return true;
+  return PortRange{uint16_t(lo), uint16_t(hi)};
 }
 
 // 0-63 or a PHB name (RFC 2474/2597/3246): CSn = 8n, AFxy = 8x + 2y, EF = 46. Names are
 // case-insensitive because both spellings are common in router configs.
-bool parse_dscp(std::string_view s, uint8_t* out, std::string* why) {
-  *why = "expected a DSCP from 0 to 63, CS0-CS7, AF11-AF43 or EF";
+Result<uint8_t> parse_dscp(std::string_view s) {
   uint64_t v = 0;
-  if (parse_uint(s, 63, &v)) {
-    *out = uint8_t(v);
-    return true;
-  }
+  if (parse_uint(s, 63, &v)) return uint8_t(v);
   std::string u;
   for (char c : s) u += ascii_upper(c);
-  if (u == "EF") {
-    *out = 46;
-    return true;
-  }
-  if (u.size() == 3 && u.starts_with("CS") && u[2] >= '0' && u[2] <= '7') {
-    *out = uint8_t((u[2] - '0') * 8);
-    return true;
-  }
+  if (u == "EF") return uint8_t(46);
+  if (u.size() == 3 && u.starts_with("CS") && u[2] >= '0' && u[2] <= '7')
+    return uint8_t((u[2] - '0') * 8);
   if (u.size() == 4 && u.starts_with("AF") && u[2] >= '1' && u[2] <= '4' && u[3] >= '1' &&
-      u[3] <= '3') {
-    *out = uint8_t((u[2] - '0') * 8 + (u[3] - '0') * 2);
-    return true;
-  }
-  return false;
+      u[3] <= '3')
+    return uint8_t((u[2] - '0') * 8 + (u[3] - '0') * 2);
+  return invalid_input("expected a DSCP from 0 to 63, CS0-CS7, AF11-AF43 or EF");
 }
 
-bool parse_action(std::string_view s, Action* out, std::string* why) {
-  if (s == "drop" || s == "pass") {
-    *out = Action{s == "drop" ? ActionKind::drop : ActionKind::pass, 0};
-    return true;
-  }
+Result<Action> parse_action(std::string_view s) {
+  if (s == "drop" || s == "pass")
+    return Action{s == "drop" ? ActionKind::drop : ActionKind::pass, 0};
   if (s.starts_with(kMarkDscp)) {
-    uint8_t dscp = 0;
-    if (!parse_dscp(s.substr(kMarkDscp.size()), &dscp, why)) return false;
-    *out = Action{ActionKind::mark_dscp, dscp};
-    return true;
+    Result<uint8_t> dscp = parse_dscp(s.substr(kMarkDscp.size()));
+    if (!dscp) return dscp.error();
+    return Action{ActionKind::mark_dscp, *dscp};
   }
-  *why = "expected drop, pass or mark-dscp:<0-63, CSn, AFxy or EF>";
-  return false;
+  return invalid_input("expected drop, pass or mark-dscp:<0-63, CSn, AFxy or EF>");
 }
 
 // "10.1.0.0/16", "2001:db8::/32", or a bare address (a host route). Host bits set below the
 // prefix are rejected rather than masked: "10.1.2.3/16" is more likely a typo than intent.
-bool parse_cidr(std::string_view s, Cidr* out, std::string* why) {
+Result<Cidr> parse_cidr(std::string_view s) {
   size_t slash = s.find('/');
   std::string addr(s.substr(0, slash));
   Cidr c;
@@ -217,25 +189,20 @@ bool parse_cidr(std::string_view s, Cidr* out, std::string* why) {
   } else if (inet_pton(AF_INET6, addr.c_str(), c.addr.data()) == 1) {
     c.family = 6;
   } else {
-    *why = "expected an IPv4 or IPv6 address or prefix, such as 192.0.2.0/24 or 2001:db8::/32";
-    return false;
+    return invalid_input(
+        "expected an IPv4 or IPv6 address or prefix, such as 192.0.2.0/24 or 2001:db8::/32");
   }
   uint64_t max_len = c.family == 4 ? 32 : 128;
   uint64_t len = max_len;
-  if (slash != std::string_view::npos && !parse_uint(s.substr(slash + 1), max_len, &len)) {
-    *why = "prefix length must be from 0 to " + std::to_string(max_len);
-    return false;
-  }
+  if (slash != std::string_view::npos && !parse_uint(s.substr(slash + 1), max_len, &len))
+    return invalid_input("prefix length must be from 0 to " + std::to_string(max_len));
   c.prefix_len = uint8_t(len);
   for (uint64_t bit = len; bit < max_len; ++bit) {
-    if (c.addr[bit / 8] & (0x80 >> (bit % 8))) {
-      *why =
-          "host bits set (the address must end where the /" + std::to_string(len) + " prefix does)";
-      return false;
-    }
+    if (c.addr[bit / 8] & (0x80 >> (bit % 8)))
+      return invalid_input("host bits set (the address must end where the /" +
+                           std::to_string(len) + " prefix does)");
   }
-  *out = c;
-  return true;
+  return c;
 }
 
 bool valid_name(std::string_view s) {

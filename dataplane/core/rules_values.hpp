@@ -7,9 +7,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "result.hpp"
 #include "rules.hpp"
 
 namespace sluice::rules_internal {
@@ -25,25 +26,26 @@ std::string join(const std::vector<std::string_view>& words);  // "a, b, c"
 bool parse_uint(std::string_view s, uint64_t max, uint64_t* out);
 
 // A whole number in [lo, hi], with the range in the reason.
-bool parse_ranged(std::string_view s, uint64_t lo, uint64_t hi, uint64_t* out, std::string* why);
+Result<uint64_t> parse_ranged(std::string_view s, uint64_t lo, uint64_t hi);
 
-// parse_ranged as a parser for any integer type (the caller's range must fit it).
-inline auto in_range(uint64_t lo, uint64_t hi) {
-  return [lo, hi](std::string_view s, auto* out, std::string* why) {
-    uint64_t v = 0;
-    if (!parse_ranged(s, lo, hi, &v, why)) return false;
-    *out = std::remove_pointer_t<decltype(out)>(v);
-    return true;
+// parse_ranged as a parser for integer type T (the caller's range must fit it).
+template <class T>
+auto in_range(uint64_t lo, uint64_t hi) {
+  return [lo, hi](std::string_view s) -> Result<T> {
+    Result<uint64_t> v = parse_ranged(s, lo, hi);
+    if (!v) return v.error();
+    return T(*v);
   };
 }
 
 bool parse_algorithm(std::string_view s, Algorithm* out);
-bool parse_key(std::string_view s, KeyMode* mode, uint8_t* prefix_len, std::string* why);
-bool parse_proto(std::string_view s, uint8_t* out, std::string* why);
-bool parse_port_range(std::string_view s, PortRange* out, std::string* why);
-bool parse_dscp(std::string_view s, uint8_t* out, std::string* why);
-bool parse_action(std::string_view s, Action* out, std::string* why);
-bool parse_cidr(std::string_view s, Cidr* out, std::string* why);
+// The key mode and, for src-prefix/N and dst-prefix/N, N (0 for the other modes).
+Result<std::pair<KeyMode, uint8_t>> parse_key(std::string_view s);
+Result<uint8_t> parse_proto(std::string_view s);
+Result<PortRange> parse_port_range(std::string_view s);
+Result<uint8_t> parse_dscp(std::string_view s);
+Result<Action> parse_action(std::string_view s);
+Result<Cidr> parse_cidr(std::string_view s);
 
 // Port protocols: the only ones whose ports the classifier reads.
 bool has_ports(uint8_t proto);

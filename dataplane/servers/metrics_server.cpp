@@ -88,23 +88,31 @@ class ThreadPerConnection final : public httplib::TaskQueue {
   std::shared_ptr<std::atomic<bool>> abandoned_;
 };
 
-// Splits "host:port" / "[v6]:port" into its parts; false if it is neither.
-bool split_address(const std::string& address, std::string* host, int* port) {
+struct HostPort {
+  std::string host;  // without the brackets of "[v6]"
+  int port = 0;
+};
+
+// Splits "host:port" / "[v6]:port" into its parts; an error if it is neither.
+Result<HostPort> split_address(const std::string& address) {
+  const Error bad = invalid_input("expected HOST:PORT (e.g. 127.0.0.1:9100 or [::1]:9100)");
   const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return false;
-  *host = address.substr(0, colon);
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return bad;
+  HostPort out{address.substr(0, colon)};
+  std::string& host = out.host;
   const std::string digits = address.substr(colon + 1);
-  if (host->front() == '[') {
-    if (host->size() < 3 || host->back() != ']') return false;
-    *host = host->substr(1, host->size() - 2);
-  } else if (host->find(':') != std::string::npos) {
-    return false;  // an IPv6 address needs its brackets
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return bad;
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string::npos) {
+    return bad;  // an IPv6 address needs its brackets
   }
-  if (digits.size() > 5) return false;
+  if (digits.size() > 5) return bad;
   for (char c : digits)
-    if (c < '0' || c > '9') return false;
-  *port = std::stoi(digits);
-  return *port <= 65535;
+    if (c < '0' || c > '9') return bad;
+  out.port = std::stoi(digits);
+  if (out.port > 65535) return bad;
+  return out;
 }
 
 std::chrono::milliseconds ms(int n) { return std::chrono::milliseconds(n); }
@@ -114,10 +122,9 @@ std::chrono::milliseconds ms(int n) { return std::chrono::milliseconds(n); }
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& address,
                                                             MetricsLimits limits) {
   const std::string where = "--metrics " + address + ": ";
-  std::string host;
-  int port = 0;
-  if (!split_address(address, &host, &port))
-    return make_error(where + "expected HOST:PORT (e.g. 127.0.0.1:9100 or [::1]:9100)");
+  Result<HostPort> split = split_address(address);
+  if (!split) return invalid_input(where + split.error().message);
+  const auto& [host, port] = *split;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

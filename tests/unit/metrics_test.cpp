@@ -339,6 +339,7 @@ TEST(MetricsServer, RefusesMalformedAndBusyAddresses) {
     auto m = MetricsServer::start(bad);
     ASSERT_FALSE(m) << bad;
     EXPECT_NE(m.error().message.find("expected HOST:PORT"), std::string::npos) << m.error().message;
+    EXPECT_EQ(m.error().kind, ErrorKind::invalid_input) << bad;
   }
   auto first = MetricsServer::start("127.0.0.1:0");
   ASSERT_TRUE(first) << first.error().message;

@@ -45,11 +45,10 @@ TEST(ParseRate, ExactValues) {
       {"0.1bit", CostUnit::bytes, 1, 80},
   };
   for (const RateCase& c : cases) {
-    Rate r;
-    std::string why;
-    ASSERT_TRUE(parse_rate(c.text, &r, &why)) << c.text << ": " << why;
-    EXPECT_EQ(r, (Rate{c.unit, c.num, c.den}))
-        << c.text << " gave " << r.per_sec_num << "/" << r.per_sec_den;
+    Result<Rate> r = parse_rate(c.text);
+    ASSERT_TRUE(r) << c.text << ": " << r.error().message;
+    EXPECT_EQ(*r, (Rate{c.unit, c.num, c.den}))
+        << c.text << " gave " << r->per_sec_num << "/" << r->per_sec_den;
   }
 }
 
@@ -81,18 +80,18 @@ TEST(ParseRate, Rejections) {
       {"1.0000000000000000000000001pps", "too many decimal places"},
   };
   for (const Rejection& c : cases) {
-    Rate r;
-    std::string why;
-    EXPECT_FALSE(parse_rate(c.text, &r, &why)) << c.text;
-    EXPECT_NE(why.find(c.phrase), std::string::npos) << c.text << ": " << why;
+    Result<Rate> r = parse_rate(c.text);
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_EQ(r.error().kind, ErrorKind::invalid_input) << c.text;
+    EXPECT_NE(r.error().message.find(c.phrase), std::string::npos)
+        << c.text << ": " << r.error().message;
   }
 }
 
 TEST(ParseRate, LargestExactRateFits) {
-  Rate r;
-  std::string why;
-  ASSERT_TRUE(parse_rate("18446744073709551615pps", &r, &why)) << why;
-  EXPECT_EQ(r, (Rate{CostUnit::packets, UINT64_MAX, 1}));
+  Result<Rate> r = parse_rate("18446744073709551615pps");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(*r, (Rate{CostUnit::packets, UINT64_MAX, 1}));
 }
 
 struct BurstCase {
@@ -111,10 +110,9 @@ TEST(ParseBurst, Values) {
       {"1GiB", CostUnit::bytes, 1073741824}, {"0", CostUnit::bytes, 0},
   };
   for (const BurstCase& c : cases) {
-    uint64_t v = 0;
-    std::string why;
-    ASSERT_TRUE(parse_burst(c.text, c.unit, &v, &why)) << c.text << ": " << why;
-    EXPECT_EQ(v, c.value) << c.text;
+    Result<uint64_t> v = parse_burst(c.text, c.unit);
+    ASSERT_TRUE(v) << c.text << ": " << v.error().message;
+    EXPECT_EQ(*v, c.value) << c.text;
   }
 }
 
@@ -138,10 +136,11 @@ TEST(ParseBurst, Rejections) {
       {"99999999999TiB", CostUnit::bytes, "too large"},
   };
   for (const Case& c : cases) {
-    uint64_t v = 0;
-    std::string why;
-    EXPECT_FALSE(parse_burst(c.text, c.unit, &v, &why)) << c.text;
-    EXPECT_NE(why.find(c.phrase), std::string::npos) << c.text << ": " << why;
+    Result<uint64_t> v = parse_burst(c.text, c.unit);
+    ASSERT_FALSE(v) << c.text;
+    EXPECT_EQ(v.error().kind, ErrorKind::invalid_input) << c.text;
+    EXPECT_NE(v.error().message.find(c.phrase), std::string::npos)
+        << c.text << ": " << v.error().message;
   }
 }
 
@@ -155,10 +154,9 @@ TEST(ParseDuration, Values) {
       {"1.001us", 1001},
   };
   for (const auto& [text, ns] : cases) {
-    uint64_t v = 0;
-    std::string why;
-    ASSERT_TRUE(parse_duration(text, &v, &why)) << text << ": " << why;
-    EXPECT_EQ(v, ns) << text;
+    Result<uint64_t> v = parse_duration(text);
+    ASSERT_TRUE(v) << text << ": " << v.error().message;
+    EXPECT_EQ(*v, ns) << text;
   }
 }
 
@@ -170,10 +168,11 @@ TEST(ParseDuration, Rejections) {
       {"9999999999h", "too large"},
   };
   for (const Rejection& c : cases) {
-    uint64_t v = 0;
-    std::string why;
-    EXPECT_FALSE(parse_duration(c.text, &v, &why)) << c.text;
-    EXPECT_NE(why.find(c.phrase), std::string::npos) << c.text << ": " << why;
+    Result<uint64_t> v = parse_duration(c.text);
+    ASSERT_FALSE(v) << c.text;
+    EXPECT_EQ(v.error().kind, ErrorKind::invalid_input) << c.text;
+    EXPECT_NE(v.error().message.find(c.phrase), std::string::npos)
+        << c.text << ": " << v.error().message;
   }
 }
 
@@ -196,12 +195,12 @@ TEST(FormatRate, RoundTripsExactly) {
       "125kB/s", "1TiB/s",  "3B/s",     "999999999999pps", "1.000001Gbit", "7bit",
   };
   for (const std::string& t : texts) {
-    Rate a, b;
-    std::string why;
-    ASSERT_TRUE(parse_rate(t, &a, &why)) << t << ": " << why;
-    std::string f = format_rate(a);
-    ASSERT_TRUE(parse_rate(f, &b, &why)) << t << " -> " << f << ": " << why;
-    EXPECT_EQ(a, b) << t << " -> " << f;
+    Result<Rate> a = parse_rate(t);
+    ASSERT_TRUE(a) << t << ": " << a.error().message;
+    std::string f = format_rate(*a);
+    Result<Rate> b = parse_rate(f);
+    ASSERT_TRUE(b) << t << " -> " << f << ": " << b.error().message;
+    EXPECT_EQ(*a, *b) << t << " -> " << f;
   }
 }
 
