@@ -60,7 +60,14 @@ case $1 in
   --list) targets ;;
   --build)
     setup
-    ninja -C "$build" $(targets | sed 's|^|tests/fuzz/fuzz_|') >/dev/null
+    # Quiet when it builds; when it does not, ninja's own output says why (on stdout).
+    log=$(mktemp)
+    if ! ninja -C "$build" $(targets | sed 's|^|tests/fuzz/fuzz_|') >"$log" 2>&1; then
+      grep -v '^\[' "$log" >&2
+      rm -f "$log"
+      exit 1
+    fi
+    rm -f "$log"
     ;;
   --all)
     [ $# -ge 2 ] || usage

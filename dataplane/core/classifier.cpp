@@ -235,7 +235,9 @@ Classifier::LinearRule Classifier::compile_linear(const Match& m) {
 int Classifier::classify_linear(const ParsedFrame& pf, uint16_t ingress_port) const {
   const uint64_t word = pf.match_word | uint64_t(ingress_port) << kPortShift;
   auto holds = [](const uint64_t addr[2], const uint64_t mask[2], const std::array<uint8_t, 16>& a) {
-    return ((load64(a.data()) & mask[0]) == addr[0]) & ((load64(a.data() + 8) & mask[1]) == addr[1]);
+    // Both halves compared without a branch between them (an int AND, not &&).
+    return (int((load64(a.data()) & mask[0]) == addr[0]) &
+            int((load64(a.data() + 8) & mask[1]) == addr[1])) != 0;
   };
   for (uint32_t i = 0; i < linear_count_; ++i) {
     const LinearRule& r = linear_[i];
