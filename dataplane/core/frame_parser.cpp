@@ -226,9 +226,10 @@ inline bool is_common_ipv4(const Bytes& b) {
 
 bool parse_common_ipv4(const Bytes& b, ParsedFrame& pf) {
   constexpr uint32_t l3 = kEthHeaderLen, l4 = kEthHeaderLen + kIPv4MinHeaderLen;
+  if (!is_common_ipv4(b)) return false;
+  // Only now: an empty frame may come with no buffer at all, and null + 14 is undefined.
   const uint8_t* data = b.data;
   const uint8_t* ip = data + l3;
-  if (!is_common_ipv4(b)) return false;
   const uint8_t proto = ip[9];
   pf.ip_version = 4;
   pf.l3_offset = uint16_t(l3);

@@ -18,6 +18,16 @@ TEST(FrameParser, ShortEthernetIsMalformed) {
   }
 }
 
+// An empty frame may come with no buffer at all (the fuzzers' empty input; a zero-length
+// mbuf): malformed, and no pointer arithmetic on null (UBSan in the ASan+UBSan suite).
+TEST(FrameParser, AnEmptyFrameWithoutABufferIsMalformed) {
+  ParsedFrame pf;
+  parse_frame_into(nullptr, 0, 0, pf);
+  EXPECT_EQ(pf.status, FrameStatus::malformed);
+  EXPECT_EQ(pf.frame_len, 0u);
+  EXPECT_FALSE(frame_is_well_formed(nullptr, 0, 0));
+}
+
 TEST(FrameParser, TruncatedVlanTagIsMalformed) {
   Bytes one = PacketBuilder().vlan(10).ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).build();
   for (size_t n = 14; n < 18; ++n) EXPECT_EQ(parse_exact(one, n).status, FrameStatus::malformed) << n;
