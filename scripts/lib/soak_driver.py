@@ -131,21 +131,29 @@ def compare(kind, prev, cur, where, violations):
             violations.add("%s %s: %s went down from %s to %s" % (kind, where, k, prev[k], v))
 
 
+def slots(t0, period_s, deadline):
+    """Yields k = 0, 1, ... at t0 + k * period_s until the deadline. A slot that overruns is
+    followed at once by the next (catch-up, no skipping)."""
+    k = 0
+    while True:
+        due = t0 + k * period_s
+        now = time.monotonic()
+        if due >= deadline or now >= deadline:
+            return
+        if due > now:
+            time.sleep(due - now)
+        yield k
+        k += 1
+
+
 def run_changes(args, deadline, state, violations):
     ctl = Control(args.socket, CHANGE_TIMEOUT_S)
     gen = ctl.call("rules")["result"]["generation"]
-    k, t0 = 0, time.monotonic()
+    t0 = time.monotonic()
     lat = []
-    # A change is due every 10 ms; one that overruns its slot is followed at once by the next
-    # (catch-up, no skipping), so the count falls short of the plan only by what the changes'
+    # A change is due every 10 ms; the count falls short of the plan only by what the changes'
     # round trips could not fit.
-    while True:
-        due = t0 + k * CHANGE_PERIOD_S
-        now = time.monotonic()
-        if due >= deadline or now >= deadline:
-            break
-        if due > now:
-            time.sleep(due - now)
+    for k in slots(t0, CHANGE_PERIOD_S, deadline):
         rate = RATES_PPS[k % len(RATES_PPS)]
         t = time.monotonic()
         if k % 10 == 9:
@@ -163,7 +171,6 @@ def run_changes(args, deadline, state, violations):
                 violations.add("change %d: generation %d after %d (want +1)" % (k, g, gen))
             gen = g
             state["applied"] += 1
-        k += 1
     state["planned_changes"] = int((deadline - t0) / CHANGE_PERIOD_S)
     lat.sort()
     if lat:
@@ -174,15 +181,9 @@ def run_changes(args, deadline, state, violations):
 
 def run_reads(args, deadline, state, violations):
     prev_stats, prev_metrics = {}, {}
-    k, t0 = 0, time.monotonic()
-    while True:
-        due = t0 + k * READ_PERIOD_S
-        now = time.monotonic()
-        if due >= deadline or now >= deadline:
-            break
-        if due > now:
-            time.sleep(due - now)
-        k += 1
+    t0 = time.monotonic()
+    for slot in slots(t0, READ_PERIOD_S, deadline):
+        k = slot + 1  # reads are numbered from 1
         t = time.monotonic()
         try:
             body = urllib.request.urlopen(args.metrics, timeout=5).read().decode()
