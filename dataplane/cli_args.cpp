@@ -39,6 +39,11 @@ const std::vector<OptionSpec>& option_table() {
        "caches need, ~8k mbufs of ~2.3 KiB of EAL memory); give more for devices that hold "
        "many (net_pcap infinite_rx=1 keeps the whole trace). At least that need, at most " +
            std::to_string(kMaxMbufs)},
+      {"mbuf-size", "BYTES", kLive,
+       "data room of each mbuf, headroom included (" + std::to_string(kMinMbufSize) + "-" +
+           std::to_string(kMaxMbufSize) +
+           ", default " + std::to_string(kDefaultMbufSize) + ": one 2 KiB frame). Smaller mbufs take less EAL memory per packet a "
+           "device holds; longer frames then arrive as chains, classified and charged whole"},
       {"burst", "N", kLive,
        "packets per RX burst (1-" + std::to_string(kMaxCliBurst) +
            ", default 32): a burst is classified and its flow-table lines fetched before any "
@@ -227,20 +232,27 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
     cli.stats_interval_ms = *ms;
   }
   // Counts given as --NAME N, each with its range.
-  auto count = [&](const char* name, uint64_t max, auto&& store) -> Status {
+  auto ranged = [&](const char* name, uint64_t min, uint64_t max, auto&& store) -> Status {
     auto it = opts->values.find(name);
     if (it == opts->values.end()) return Ok{};
     auto n = parse_u64(name, it->second);
     if (!n) return n.error();
-    if (*n == 0 || *n > max)
+    if (*n < min || *n > max)
       return make_error(std::string("option '--") + name + "': " + it->second +
-                        " is not between 1 and " + std::to_string(max));
+                        " is not between " + std::to_string(min) + " and " + std::to_string(max));
     store(*n);
     return Ok{};
+  };
+  auto count = [&](const char* name, uint64_t max, auto&& store) {
+    return ranged(name, 1, max, store);
   };
   if (Status st = count("flows", kMaxFlows, [&](uint64_t n) { cli.flows = n; }); !st)
     return st.error();
   if (Status st = count("mbufs", kMaxMbufs, [&](uint64_t n) { cli.mbufs = n; }); !st)
+    return st.error();
+  if (Status st = ranged("mbuf-size", kMinMbufSize, kMaxMbufSize,
+                         [&](uint64_t n) { cli.mbuf_size = uint32_t(n); });
+      !st)
     return st.error();
   if (Status st = count("burst", kMaxCliBurst, [&](uint64_t n) { cli.burst = uint16_t(n); }); !st)
     return st.error();

@@ -31,6 +31,7 @@ struct CliArgs {
   uint64_t stats_interval_ms = 0;  // counters table on stdout this often (0 = never)
   uint64_t flows = 0;              // flow slots per keyed rule without max-flows (0 = default)
   uint64_t mbufs = 0;              // mbufs in the packet pool (0 = sized from the rings)
+  uint32_t mbuf_size = 0;          // data room of each mbuf, bytes (0 = DPDK's default)
   uint16_t burst = 0;              // packets per RX burst, 1..kMaxCliBurst (0 = default 32)
 };
 
@@ -40,6 +41,13 @@ constexpr uint16_t kMaxCliBurst = 64;
 // The most mbufs --mbufs takes: a ring-backed mempool of n mbufs needs a ring of 2^k > n
 // slots, and rte_ring's largest is 2^30 (about 2.4 TB of mbufs at the default data room).
 constexpr uint64_t kMaxMbufs = (uint64_t{1} << 30) - 1;
+
+// --mbuf-size: the data room of one mbuf (headroom included), as rte_pktmbuf_pool_create takes
+// it. The least holds DPDK's headroom and one minimum frame (longer frames arrive as chains,
+// which the worker classifies whole); the most is what the pool's 16-bit field holds.
+constexpr uint32_t kMinMbufSize = 128 + 64;
+constexpr uint32_t kMaxMbufSize = 65535;
+constexpr uint32_t kDefaultMbufSize = 2176;  // RTE_MBUF_DEFAULT_BUF_SIZE (checked where DPDK is)
 
 // Errors are usage errors (exit 2); the message says which option was wrong.
 Result<CliArgs> parse_cli_args(int argc, const char* const* argv);

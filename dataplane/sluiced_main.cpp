@@ -43,6 +43,7 @@ int run_live_mode(const sluice::CliArgs& args) {
   opts.stats_interval_ms = args.stats_interval_ms;
   opts.flows = args.flows;
   opts.mbufs = args.mbufs;
+  opts.mbuf_size = args.mbuf_size;
   opts.burst = args.burst;
   if (sluice::Status s = sluice::run_live(opts); !s) {
     std::fprintf(stderr, "sluiced: %s\n", s.error().message.c_str());

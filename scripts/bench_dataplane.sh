@@ -52,6 +52,10 @@
 #
 # The preloaded trace needs one mbuf per packet: both get the same pool, sluiced with
 # --mbufs N and testpmd with --total-num-mbufs=N (N = the largest trace + 32768).
+# --mbuf-size B: every forwarder's mbufs get a data room of B bytes, headroom included
+# (sluiced --mbuf-size, testpmd --mbuf-size, the floor's --mbuf-size, qos_meter patched;
+# default 2176, DPDK's). A 10M-packet trace needs ~24 GB of hugepages at the default and
+# ~6 GB at 256, which still holds a 64-byte frame in one mbuf.
 #
 # `scripts/bench.sh dataplane` runs this with --breakdown (and can --write the result).
 #
@@ -74,6 +78,7 @@ RULES_SCALE=""
 WAIT=1
 PROFILE=0
 BURST=32
+MBUF_SIZE=2176
 MIN_PACKETS=131072
 RULES=bench/dataplane/rules.yaml
 TELEMETRY=${DPDK_TELEMETRY:-/usr/bin/dpdk-telemetry.py}
@@ -98,6 +103,7 @@ while [ $# -gt 0 ]; do
     --rules-scale) RULES_SCALE=$2; shift 2 ;;
     --profile) PROFILE=1; shift ;;
     --burst) BURST=$2; shift 2 ;;
+    --mbuf-size) MBUF_SIZE=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench_dataplane: unknown argument '$1'" >&2; usage ;;
   esac
@@ -168,16 +174,21 @@ FLOWS=$(for entry in $TRACES; do echo "${entry%%:*}"; done | tr '\n' ' ')
 [ -n "$RULES_SCALE" ] && FLOWS=""  # its own trace only
 
 # Memory first, before minutes of trace generation: net_pcap infinite_rx=1 holds every trace
-# packet in an mbuf of the default data room (~2.4 KB of hugepage memory each, whatever the
-# frame size), so 10M packets would need ~24 GB. Refuse what this machine cannot hold.
+# packet in an mbuf (its data room plus ~324 bytes of mbuf header and pool overhead: ~2.4 KB
+# at the default data room, whatever the frame size), so 10M packets would need ~24 GB
+# there. Refuse what this machine cannot hold.
+[[ $MBUF_SIZE =~ ^[0-9]+$ ]] && ((MBUF_SIZE >= 192 && MBUF_SIZE <= 65535)) ||
+  die "--mbuf-size $MBUF_SIZE: want 192-65535 bytes"
+MBUF_BYTES=$((MBUF_SIZE + 324))
 need_packets=$(((MIN_PACKETS + 999) / 1000 * 1000))
 for f in $FLOWS; do ((PACKETS[$f] > need_packets)) && need_packets=${PACKETS[$f]}; done
-need_mb=$(((need_packets + 32768) * 2500 / 1048576 + 384))
+need_mb=$(((need_packets + 32768) * MBUF_BYTES / 1048576 + 384))
 avail_mb=$(($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) / 1024 + \
   $(cat "$HP_DIR/free_hugepages") * 2))
 if ((need_mb * 10 > avail_mb * 8)); then
   die "a trace of $need_packets packets needs ~$need_mb MB of hugepages for its mbufs (one \
-mbuf of ~2.4 KB per packet for net_pcap infinite_rx), more than 80% of the $avail_mb MB available"
+mbuf of ~$MBUF_BYTES bytes per packet for net_pcap infinite_rx), more than 80% of the $avail_mb MB \
+available (a smaller --mbuf-size, e.g. 256, takes less)"
 fi
 
 MAX_PACKETS=0
@@ -210,13 +221,13 @@ MBUFS=$((MAX_PACKETS + 32768))
 QOS_METER=$WORK/qos_meter/build/qos_meter
 if ((PEERS)); then
   log "building DPDK's examples/qos_meter (NB_MBUF $MBUFS) in $WORK/qos_meter"
-  bench/dataplane/qos_meter_build.sh "$WORK/qos_meter" "$MBUFS"
+  bench/dataplane/qos_meter_build.sh "$WORK/qos_meter" "$MBUFS" "$MBUF_SIZE"
 fi
 
 # ------------------------------------------------------------------------------ hugepages
 
-# An mbuf of the default data room takes ~2.4 KB of pool memory; plus EAL and ring overhead.
-HP_NEED=$(((MBUFS * 2500 + 2097151) / 2097152 + 192))
+# Each mbuf takes its data room plus ~324 bytes of pool memory; plus EAL and ring overhead.
+HP_NEED=$(((MBUFS * MBUF_BYTES + 2097151) / 2097152 + 192))
 HP_PREV=$(cat "$HP_DIR/nr_hugepages")
 HP_FREE=$(cat "$HP_DIR/free_hugepages")
 if ((HP_FREE < HP_NEED)); then
@@ -281,20 +292,20 @@ run() {
   case "$kind" in
     io|macswap)
       "$TESTPMD" "${eal[@]}" -- --no-flush-rx "--forward-mode=$kind" "--total-num-mbufs=$MBUFS" \
-        "--nb-cores=$w" "--rxq=$w" "--txq=$w" "--burst=$BURST" --stats-period=86400 \
+        "--mbuf-size=$MBUF_SIZE" "--nb-cores=$w" "--rxq=$w" "--txq=$w" "--burst=$BURST" --stats-period=86400 \
         </dev/null >"$out" 2>&1 &
       ;;
     sluiced)
       "$SLUICED" "${eal[@]}" -- --config "$rules" --flows "$f" --mbufs "$MBUFS" \
-        --burst "$BURST" --report "$report" </dev/null >"$out" 2>&1 &
+        --mbuf-size "$MBUF_SIZE" --burst "$BURST" --report "$report" </dev/null >"$out" 2>&1 &
       ;;
     floor)
-      "$FLOOR" "${eal[@]}" -- --flows "$f" --mbufs "$MBUFS" --burst "$BURST" \
-        </dev/null >"$out" 2>&1 &
+      "$FLOOR" "${eal[@]}" -- --flows "$f" --mbufs "$MBUFS" --mbuf-size "$MBUF_SIZE" \
+        --burst "$BURST" </dev/null >"$out" 2>&1 &
       ;;
     scale)
-      "$SLUICED" "${eal[@]}" -- --config "$rules" --mbufs "$MBUFS" --burst "$BURST" \
-        --report "$report" </dev/null >"$out" 2>&1 &
+      "$SLUICED" "${eal[@]}" -- --config "$rules" --mbufs "$MBUFS" --mbuf-size "$MBUF_SIZE" \
+        --burst "$BURST" --report "$report" </dev/null >"$out" 2>&1 &
       ;;
     qos_meter)  # -p 3: RX port 0, TX port 1; bursts of 32 are compiled in
       "$QOS_METER" "${eal[@]}" -- -p 3 </dev/null >"$out" 2>&1 &

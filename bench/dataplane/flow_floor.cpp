@@ -1,7 +1,7 @@
 // sluice-flow-floor: the least work any per-flow dataplane does per packet, as a DPDK forwarder
 // to run beside testpmd and sluiced on the same vdevs and traces (scripts/bench_dataplane.sh).
 //
-//   sluice-flow-floor [EAL args] -- --flows F [--mbufs N] [--burst B] [--overlap]
+//   sluice-flow-floor [EAL args] -- --flows F [--mbufs N] [--mbuf-size BYTES] [--burst B] [--overlap]
 //
 // Per packet it does what testpmd --forward-mode=macswap does (swap the MAC addresses, send
 // port 0 -> port 1) plus the one thing a per-flow limiter cannot skip: read and write the
@@ -46,6 +46,7 @@ std::atomic<bool> g_stop{false};
 struct Options {
   uint64_t flows = 0;
   unsigned mbufs = 65535;
+  uint16_t mbuf_size = RTE_MBUF_DEFAULT_BUF_SIZE;  // data room, headroom included
   uint16_t burst = 32;
   bool overlap = false;
 };
@@ -79,9 +80,13 @@ Options parse_options(int argc, char** argv) {
       continue;
     }
     uint64_t v = 0;
-    if (i + 1 >= argc || !parse_u64(argv[i + 1], v)) die("usage: -- --flows F [--mbufs N] [--burst B] [--overlap]");
+    if (i + 1 >= argc || !parse_u64(argv[i + 1], v)) die("usage: -- --flows F [--mbufs N] [--mbuf-size BYTES] [--burst B] [--overlap]");
     if (a == "--flows") o.flows = v;
     else if (a == "--mbufs") o.mbufs = unsigned(v);
+    else if (a == "--mbuf-size") {
+      if (v < 192 || v > 65535) die("--mbuf-size must be in [192, 65535]");
+      o.mbuf_size = uint16_t(v);
+    }
     else if (a == "--burst") o.burst = uint16_t(v);
     else die("unknown option " + a);
     ++i;
@@ -180,7 +185,7 @@ int main(int argc, char** argv) {
   const unsigned worker = rte_get_next_lcore(-1, 1, 0);
   if (worker >= RTE_MAX_LCORE) die("needs a worker lcore (e.g. -l 0,1)");
 
-  rte_mempool* pool = rte_pktmbuf_pool_create("floor", o.mbufs, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+  rte_mempool* pool = rte_pktmbuf_pool_create("floor", o.mbufs, 256, 0, o.mbuf_size,
                                               int(rte_socket_id()));
   if (pool == nullptr) die("mempool of " + std::to_string(o.mbufs) + " mbufs: " + rte_strerror(rte_errno));
   setup_port(0, pool);

@@ -67,6 +67,9 @@ Result<std::vector<PortLimits>> port_limits(const DataplaneConfig& config) {
   return limits;
 }
 
+// sluiced --help states the default data room without DPDK's headers (kDefaultMbufSize).
+static_assert(RTE_MBUF_DEFAULT_BUF_SIZE == 2176, "cli_args.hpp's kDefaultMbufSize is stale");
+
 // Enough mbufs for every descriptor ring, every worker's burst, TX buffers and wheel, and the
 // per-lcore caches, plus some slack.
 uint64_t mbufs_needed(const PortPlan& plan, const DataplaneConfig& c, size_t workers,
@@ -140,13 +143,13 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
   const PortPlan& pl = dp->plan_;
 
   const int socket = pl.ports.empty() ? SOCKET_ID_ANY : rte_eth_dev_socket_id(pl.ports[0]);
-  auto pool = Mempool::create(unique_pool_name(), n_mbufs, config.mempool_cache,
+  auto pool = Mempool::create(unique_pool_name(), n_mbufs, config.mbuf_size, config.mempool_cache,
                               socket < 0 ? int(rte_socket_id()) : socket);
   if (!pool) return pool.error();
   dp->pool_ = std::move(pool).value();
-  live_log("mbuf pool: %u mbufs (%s; %llu needed)", n_mbufs,
+  live_log("mbuf pool: %u mbufs (%s; %llu needed) of %u bytes each", n_mbufs,
            config.mbufs != 0 ? "--mbufs" : "sized from the rings, --mbufs N for more",
-           static_cast<unsigned long long>(needed));
+           static_cast<unsigned long long>(needed), config.mbuf_size);
 
   for (size_t i = 0; i < pl.ports.size(); ++i) {
     PortSetup setup{pl.queues[i], config.rx_desc, config.tx_desc, dp->pool_.get()};

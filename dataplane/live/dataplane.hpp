@@ -47,6 +47,8 @@ struct DataplaneConfig {
   // wheel, the caches; ~8k for one port and one worker). Otherwise exactly this many, at least
   // that need (less is a usage error) and at most kMaxPoolMbufs.
   uint64_t mbufs = 0;
+  // Data room of each mbuf, headroom included (rte_pktmbuf_pool_create's data_room_size).
+  uint32_t mbuf_size = RTE_MBUF_DEFAULT_BUF_SIZE;
   // `flows top`: each worker's sampling window and heavy-hitter counters (flow_sampler.hpp);
   // fixed_every 0 adapts the sampling to the rate. The seed is drawn per worker.
   uint64_t flows_window_ns = 1'000'000'000;

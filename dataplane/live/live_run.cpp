@@ -134,6 +134,7 @@ Status run_live(const LiveOptions& opts) {
   // Declared after the EAL and the pipeline, so destroyed before them.
   DataplaneConfig config;
   config.mbufs = opts.mbufs;
+  if (opts.mbuf_size != 0) config.mbuf_size = opts.mbuf_size;
   if (opts.burst != 0) config.burst = opts.burst;
   auto dp = Dataplane::create(**pipeline, config);
   if (!dp) return dp.error();

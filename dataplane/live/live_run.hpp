@@ -21,6 +21,7 @@ struct LiveOptions {
   uint64_t flows = 0;                 // flow slots of a keyed rule without max-flows (0 = core default)
   uint64_t hash_seed = 0;             // flow-table hash seed (0 = random per start)
   uint64_t mbufs = 0;                 // mbuf pool size (0 = sized from the rings)
+  uint32_t mbuf_size = 0;             // data room per mbuf (0 = RTE_MBUF_DEFAULT_BUF_SIZE)
   uint16_t burst = 0;                 // packets per RX burst (0 = DataplaneConfig default)
 };
 

@@ -16,9 +16,11 @@ namespace sluice {
 
 class Mempool {
  public:
-  // n mbufs of the default data room (2 KiB + headroom: one standard frame, no scatter),
-  // per-lcore cache of `cache` mbufs, memory on `socket` (SOCKET_ID_ANY: wherever).
-  static Result<Mempool> create(const std::string& name, unsigned n, unsigned cache, int socket);
+  // n mbufs of `data_room` bytes each, headroom included (RTE_MBUF_DEFAULT_BUF_SIZE: 2 KiB +
+  // headroom, one standard frame), per-lcore cache of `cache` mbufs, memory on `socket`
+  // (SOCKET_ID_ANY: wherever).
+  static Result<Mempool> create(const std::string& name, unsigned n, uint32_t data_room,
+                                unsigned cache, int socket);
 
   Mempool() = default;
   Mempool(Mempool&& other) noexcept : mp_(std::exchange(other.mp_, nullptr)) {}
@@ -47,13 +49,14 @@ class Mempool {
   rte_mempool* mp_ = nullptr;
 };
 
-inline Result<Mempool> Mempool::create(const std::string& name, unsigned n, unsigned cache,
-                                       int socket) {
+inline Result<Mempool> Mempool::create(const std::string& name, unsigned n, uint32_t data_room,
+                                       unsigned cache, int socket) {
   rte_mempool* mp =
-      rte_pktmbuf_pool_create(name.c_str(), n, cache, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+      rte_pktmbuf_pool_create(name.c_str(), n, cache, 0, uint16_t(data_room), socket);
   if (mp == nullptr)
     return make_error("cannot create mbuf pool '" + name + "' of " + std::to_string(n) +
-                      " mbufs: " + rte_strerror(rte_errno) +
+                      " mbufs of " + std::to_string(data_room) + " bytes: " +
+                      rte_strerror(rte_errno) +
                       " (give EAL more memory: -m, --socket-mem, or hugepages)");
   return Mempool(mp);
 }

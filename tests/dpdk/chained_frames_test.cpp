@@ -195,7 +195,8 @@ class BurstFramesTest : public ::testing::Test {
  protected:
   void SetUp() override {
     SLUICE_REQUIRE_EAL();
-    auto p = Mempool::create("bf" + std::to_string(getpid()), 255, 0, SOCKET_ID_ANY);
+    auto p = Mempool::create("bf" + std::to_string(getpid()), 255, RTE_MBUF_DEFAULT_BUF_SIZE, 0,
+                             SOCKET_ID_ANY);
     ASSERT_TRUE(p) << p.error().message;
     pool = std::move(p).value();
   }

@@ -53,6 +53,27 @@ TEST(LiveCli, MbufsTakesACountUpToTheLargestPool) {
   EXPECT_NE(usage_text("sluiced").find("--mbufs N"), std::string::npos);
 }
 
+TEST(LiveCli, MbufSizeTakesADataRoomFromHeadroomPlusAFrameToSixtyFourKiB) {
+  auto defaults = parse({"--", "--config", "r.yaml"});
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->mbuf_size, 0u);
+  for (uint32_t n : {kMinMbufSize, 256u, kDefaultMbufSize, kMaxMbufSize}) {
+    auto a = parse({"--", "--config", "r.yaml", "--mbuf-size", std::to_string(n)});
+    ASSERT_TRUE(a) << a.error().message;
+    EXPECT_EQ(a->mbuf_size, n);
+  }
+  for (const char* bad : {"0", "191", "65536", "-1", "big"}) {
+    auto a = parse({"--", "--config", "r.yaml", "--mbuf-size", bad});
+    ASSERT_FALSE(a) << bad;
+    EXPECT_NE(a.error().message.find("--mbuf-size"), std::string::npos) << a.error().message;
+  }
+  auto under = parse({"--", "--config", "r.yaml", "--mbuf-size", "191"});
+  EXPECT_NE(under.error().message.find("'--mbuf-size': 191 is not between 192 and 65535"),
+            std::string::npos)
+      << under.error().message;
+  EXPECT_NE(usage_text("sluiced").find("--mbuf-size BYTES"), std::string::npos);
+}
+
 TEST(LiveCli, BurstTakesOneToSixtyFour) {
   for (uint16_t n : {uint16_t{1}, uint16_t{32}, uint16_t{64}}) {
     auto a = parse({"--", "--config", "r.yaml", "--burst", std::to_string(n)});

@@ -354,5 +354,54 @@ rules:
   EXPECT_EQ(got.at("ports").items.at(0).u64("tx_bytes"), 12u * 8000u);
 }
 
+TEST_F(SluicedLive, SmallMbufSizeChainsEveryFrameAndDecidesAsReplayDoes) {
+  // --mbuf-size 256 leaves 128 bytes of data per mbuf: each 1500-byte frame arrives as a
+  // chain of 12, its headers split across segments. The decisions and byte counts must be
+  // replay's, and the frames must leave whole.
+  write("rules.yaml", R"(
+default: {action: pass}
+rules:
+  - {name: slow, match: {proto: udp}, key: none, rate: 1kbit, burst: 100000, action: drop}
+)");
+  std::string err;
+  ASSERT_EQ(run_to_exit({tracegen_, "--out", path("in.pcap"), "--packets", "1000", "--size", "1500",
+                         "--seed", "5"},
+                        &err),
+            0)
+      << err;
+  ASSERT_EQ(run_to_exit({sluiced_, "--replay", path("in.pcap"), "--out", path("replay.pcap"),
+                         "--report", path("replay.json"), "--config", path("rules.yaml")},
+                        &err),
+            0)
+      << err;
+  ChildProcess live(live_args(
+      {"-l", "0,1", "--vdev", "net_pcap0,rx_pcap=" + path("in.pcap") + ",tx_pcap=" + path("live.pcap")},
+      {"--config", path("rules.yaml"), "--report", path("live.json"), "--stats-interval", "0.1",
+       "--mbuf-size", "256", "--mbufs", "20000"}));
+  ASSERT_TRUE(live.wait_for_output(
+      [](const std::string& out) { return out.find("port 0: rx 1000 ") != std::string::npos; }, 60s))
+      << live.err();
+  live.signal(SIGINT);
+  ASSERT_EQ(live.wait_exit(30s), 0) << live.err();
+  EXPECT_NE(live.err().find("of 256 bytes each"), std::string::npos) << live.err();
+
+  const Json replay = load("replay.json"), got = load("live.json");
+  const Json& slow = got.at("rules").items.at(0);
+  EXPECT_EQ(slow.u64("matched_packets"), 1000u);
+  EXPECT_EQ(slow.u64("matched_bytes"), 1'500'000u);
+  EXPECT_EQ(slow.u64("passed_packets"), 66u);  // 100,000-byte burst / 1,500
+  EXPECT_EQ(got.at("default").u64("malformed_packets"), 0u);
+  for (const auto& [key, value] : replay.at("rules").items.at(0).fields) {
+    if (value.kind != Json::Kind::number) continue;
+    EXPECT_EQ(slow.u64(key), value.integer) << key;
+  }
+  const auto sent = pcap_record_lengths(path("live.pcap"));
+  ASSERT_EQ(sent.size(), 66u);
+  for (const auto& [caplen, len] : sent) {
+    EXPECT_EQ(caplen, 1500u);
+    EXPECT_EQ(len, 1500u);
+  }
+}
+
 }  // namespace
 }  // namespace sluice
