@@ -1,7 +1,5 @@
 #include "flow_table.hpp"
 
-#include "flow_eviction.hpp"
-
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -14,6 +12,8 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "flow_eviction.hpp"
 
 namespace sluice {
 namespace {

@@ -40,7 +40,7 @@
 //    tick changed (at most once a tick per flow) or the flow was seen once, one CAS moves the
 //    tick forward and clears the mark (a lost race only means someone else touched it).
 //  - A new flow claims a slot with one CAS on its tag word (empty/stale/victim -> PENDING|fp),
-//    lets init() set its state words, then publishes fp|tick with a release store.
+//    lets init() set its state words, then publishes fp|seen-once|tick with a release store.
 //  - No duplicates: after its CAS the claimer re-reads the other 15 candidate tags (both sets;
 //    seq_cst on both sides, so of two racing claimers at least one sees the other). The pending word carries the
 //    fingerprint, so claimers of *different* flows never wait for each other; of two claimers of
