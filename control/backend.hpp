@@ -16,17 +16,9 @@
 
 namespace sluice::ctl {
 
-// A backend's answer: the value, or an error whose kind (result.hpp) says which exit code it
-// deserves: invalid_input for bad usage or input, runtime otherwise (the backend is
-// unreachable, cannot do it, or the rules moved on meanwhile).
-template <class T>
-struct Answer {
-  Result<T> value;
-
-  Answer(T v) : value(std::move(v)) {}  // NOLINT(google-explicit-constructor)
-  Answer(Error e) : value(std::move(e)) {}  // NOLINT(google-explicit-constructor)
-  explicit operator bool() const { return value.ok(); }
-};
+// Every call returns a Result (result.hpp) whose error kind says which exit code it deserves:
+// invalid_input for bad usage or input, runtime otherwise (the backend is unreachable, cannot
+// do it, or the rules moved on meanwhile).
 
 // What a write did: the change rule by rule, and the generation it made.
 struct AppliedChange {
@@ -43,25 +35,25 @@ class Backend {
  public:
   virtual ~Backend() = default;
   // The counters of SPEC §5, as of now (at most one control tick old).
-  virtual Answer<CountersSnapshot> stats() = 0;
+  virtual Result<CountersSnapshot> stats() = 0;
   // The rules the dataplane runs.
-  virtual Answer<RuleSet> rules() = 0;
+  virtual Result<RuleSet> rules() = 0;
 
   // Rules text (a rules file holding only rules:, a list of rules or one rule); at the end,
   // or before the rule `before`. `filename` names the text in error messages.
-  virtual Answer<AppliedChange> add_rules(const std::string& text, const std::string& filename,
+  virtual Result<AppliedChange> add_rules(const std::string& text, const std::string& filename,
                                           const std::string& before, const WriteOptions& w) = 0;
   // Rules-file fields and their new values as in a rules file; nullopt removes the field.
-  virtual Answer<AppliedChange> set_rule(const std::string& name,
+  virtual Result<AppliedChange> set_rule(const std::string& name,
                                          const std::map<std::string, std::optional<std::string>>& fields,
                                          const WriteOptions& w) = 0;
-  virtual Answer<AppliedChange> delete_rule(const std::string& name, const WriteOptions& w) = 0;
+  virtual Result<AppliedChange> delete_rule(const std::string& name, const WriteOptions& w) = 0;
   // A whole rules file, applied atomically.
-  virtual Answer<AppliedChange> load_config(const std::string& text, const std::string& filename,
+  virtual Result<AppliedChange> load_config(const std::string& text, const std::string& filename,
                                             const WriteOptions& w) = 0;
   // What load_config would change, without applying it.
-  virtual Answer<RulesDiff> diff_config(const std::string& text, const std::string& filename) = 0;
-  virtual Answer<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) = 0;
+  virtual Result<RulesDiff> diff_config(const std::string& text, const std::string& filename) = 0;
+  virtual Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) = 0;
 };
 
 }  // namespace sluice::ctl

@@ -17,6 +17,6 @@ struct BackendChoice {
   std::string xdp_iface;  // non-empty: the XDP backend on this interface
 };
 
-Answer<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice);
+Result<std::unique_ptr<Backend>> make_backend(const BackendChoice& choice);
 
 }  // namespace sluice::ctl

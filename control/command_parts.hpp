@@ -13,12 +13,12 @@ inline void print(CommandContext& c, const std::string& text) {
 }
 
 template <class T>
-Answer<Ok> failed(const Answer<T>& a) {
-  return Answer<Ok>(a.value.error());
+Status failed(const Result<T>& a) {
+  return Status(a.error());
 }
 
-inline Answer<Ok> usage_error(std::string message) {
-  return Answer<Ok>(invalid_input(std::move(message)));
+inline Status usage_error(std::string message) {
+  return Status(invalid_input(std::move(message)));
 }
 
 // The write commands (write_commands.cpp).
@@ -28,11 +28,11 @@ void declare_rule_del(CLI::App& sub, CommandArgs& a);
 void declare_config_load(CLI::App& sub, CommandArgs& a);
 void declare_config_diff(CLI::App& sub, CommandArgs& a);
 void declare_flows_top(CLI::App& sub, CommandArgs& a);
-Answer<Ok> run_rule_add(CommandContext& c);
-Answer<Ok> run_rule_set(CommandContext& c);
-Answer<Ok> run_rule_del(CommandContext& c);
-Answer<Ok> run_config_load(CommandContext& c);
-Answer<Ok> run_config_diff(CommandContext& c);
-Answer<Ok> run_flows_top(CommandContext& c);
+Status run_rule_add(CommandContext& c);
+Status run_rule_set(CommandContext& c);
+Status run_rule_del(CommandContext& c);
+Status run_config_load(CommandContext& c);
+Status run_config_diff(CommandContext& c);
+Status run_flows_top(CommandContext& c);
 
 }  // namespace sluice::ctl

@@ -48,7 +48,7 @@ void declare_stats(CLI::App& sub, CommandArgs& a) {
       ->check(CLI::Range(uint64_t{1}, ~uint64_t{0}));
 }
 
-Answer<Ok> run_stats(CommandContext& c) {
+Status run_stats(CommandContext& c) {
   const CommandArgs& a = *c.args;
   const bool watch = a.watch_seconds > 0;
   if (a.count != 0 && !watch) return usage_error("stats --count: only with --watch");
@@ -63,22 +63,22 @@ Answer<Ok> run_stats(CommandContext& c) {
     const auto at = std::chrono::steady_clock::now();
     const double seconds = std::chrono::duration<double>(at - last_at).count();
     if (a.json) {
-      print(c, stats_json(*snap.value));
+      print(c, stats_json(*snap));
     } else {
-      std::string text = counters_to_table(*snap.value) + dataplane_line(*snap.value);
-      if (watch && last) text += rates_table(*last, *snap.value, seconds);
+      std::string text = counters_to_table(*snap) + dataplane_line(*snap);
+      if (watch && last) text += rates_table(*last, *snap, seconds);
       print(c, text + (watch ? "\n" : ""));
     }
-    last = *snap.value;
+    last = *snap;
     last_at = at;
   }
   return Ok{};
 }
 
-Answer<Ok> run_rule_list(CommandContext& c) {
+Status run_rule_list(CommandContext& c) {
   auto rules = c.backend->rules();
   if (!rules) return failed(rules);
-  print(c, rule_listing(*rules.value));
+  print(c, rule_listing(*rules));
   return Ok{};
 }
 
@@ -90,10 +90,10 @@ void declare_file(CLI::App& sub, CommandArgs& a) {
   sub.add_option("FILE", a.file, "a rules file")->required();
 }
 
-Answer<Ok> run_rule_show(CommandContext& c) {
+Status run_rule_show(CommandContext& c) {
   auto rules = c.backend->rules();
   if (!rules) return failed(rules);
-  for (const Rule& r : rules.value->rules) {
+  for (const Rule& r : rules->rules) {
     if (r.name == c.args->name) {
       print(c, dump_rule_yaml(r));
       return Ok{};
@@ -102,7 +102,7 @@ Answer<Ok> run_rule_show(CommandContext& c) {
   return usage_error("rule show: no rule named \"" + c.args->name + "\"");
 }
 
-Answer<Ok> run_config_check(CommandContext& c) {
+Status run_config_check(CommandContext& c) {
   auto rules = load_rules_file(c.args->file);
   if (!rules) return usage_error(rules.error().message);
   // The flow tables sluiced would allocate at its default capacity (it may be given another
@@ -119,16 +119,16 @@ Answer<Ok> run_config_check(CommandContext& c) {
   return Ok{};
 }
 
-Answer<Ok> run_config_save(CommandContext& c) {
+Status run_config_save(CommandContext& c) {
   if (c.args->file.empty()) return usage_error("config save: the file name is empty");
   // A link, directory or device the file must not replace: refused before asking sluiced.
   if (Status s = check_outputs({}, {{"config save", c.args->file}}); !s)
     return usage_error(s.error().message);
   auto rules = c.backend->rules();
   if (!rules) return failed(rules);
-  if (Status s = write_file_atomically(c.args->file, dump_rules_yaml(*rules.value)); !s)
-    return Answer<Ok>(s.error());
-  print(c, c.args->file + ": saved " + std::to_string(rules.value->rules.size()) + " rule(s)\n");
+  if (Status s = write_file_atomically(c.args->file, dump_rules_yaml(*rules)); !s)
+    return Status(s.error());
+  print(c, c.args->file + ": saved " + std::to_string(rules->rules.size()) + " rule(s)\n");
   return Ok{};
 }
 

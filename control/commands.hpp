@@ -1,8 +1,8 @@
 // sluicectl's subcommands (SPEC §1), from one table: each entry names its words, says what it
 // does, declares its options and arguments on its CLI11 subcommand (which generates its
 // parsing and --help) and runs against a Backend. main() builds the CLI, parses, makes the
-// backend the global options choose (backend_factory.hpp) and turns the Answer into an exit
-// code.
+// backend the global options choose (backend_factory.hpp) and turns the command's Status into
+// an exit code (result.hpp's exit_code).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -36,7 +36,7 @@ struct CommandContext {
   std::FILE* in = stdin;  // `rule add -`
 };
 
-using CommandRun = Answer<Ok> (*)(CommandContext&);
+using CommandRun = Status (*)(CommandContext&);
 
 struct Command {
   std::vector<std::string> words;  // {"rule", "list"}

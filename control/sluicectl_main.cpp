@@ -70,18 +70,18 @@ int main(int argc, char** argv) {
   if (command->needs_backend) {
     auto made = make_backend(cli->backend);
     if (!made) {
-      std::fprintf(stderr, "sluicectl: %s\n", made.value.error().message.c_str());
-      return sluice::exit_code(made.value.error());
+      std::fprintf(stderr, "sluicectl: %s\n", made.error().message.c_str());
+      return sluice::exit_code(made.error());
     }
-    backend = std::move(made.value).value();
+    backend = std::move(made).value();
   }
   CommandContext context;
   context.args = &cli->args;
   context.backend = backend.get();
   auto done = command->run(context);
   if (!done) {
-    std::fprintf(stderr, "sluicectl: %s\n", done.value.error().message.c_str());
-    return sluice::exit_code(done.value.error());
+    std::fprintf(stderr, "sluicectl: %s\n", done.error().message.c_str());
+    return sluice::exit_code(done.error());
   }
   return kExitOk;
 }

@@ -52,31 +52,31 @@ ErrorKind kind_of(wire::ErrorKind kind) {
                                                                            : ErrorKind::runtime;
 }
 
-Answer<AppliedChange> applied_change(const Answer<json>& a) {
-  if (!a) return Answer<AppliedChange>(a.value.error());
-  auto gen = a.value->find("generation");
-  auto diff_j = a.value->find("diff");
-  if (gen == a.value->end() || !gen->is_number_unsigned() || diff_j == a.value->end())
-    return Answer<AppliedChange>(make_error("sluiced: the reply has no diff or generation"));
+Result<AppliedChange> applied_change(const Result<json>& a) {
+  if (!a) return Result<AppliedChange>(a.error());
+  auto gen = a->find("generation");
+  auto diff_j = a->find("diff");
+  if (gen == a->end() || !gen->is_number_unsigned() || diff_j == a->end())
+    return Result<AppliedChange>(make_error("sluiced: the reply has no diff or generation"));
   auto diff = wire::diff_from_json(*diff_j);
-  if (!diff) return Answer<AppliedChange>(make_error("sluiced: " + diff.error().message));
+  if (!diff) return Result<AppliedChange>(make_error("sluiced: " + diff.error().message));
   return AppliedChange{*diff, gen->get<uint64_t>()};
 }
 
 }  // namespace
 
-Answer<json> SocketBackend::ask(wire::Request request, int timeout_ms) const {
+Result<json> SocketBackend::ask(wire::Request request, int timeout_ms) const {
   const std::string where = "control socket " + path_ + ": ";
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path_.empty() || path_.size() >= sizeof addr.sun_path)
-    return Answer<json>(invalid_input(where + "a socket path must be 1 to " +
+    return Result<json>(invalid_input(where + "a socket path must be 1 to " +
                                       std::to_string(sizeof addr.sun_path - 1) + " bytes long"));
   std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
   Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) return Answer<json>(make_error(where + "socket: " + std::strerror(errno)));
+  if (fd.get() < 0) return Result<json>(make_error(where + "socket: " + std::strerror(errno)));
   if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
-    return Answer<json>(make_error(where + "cannot connect: " + std::strerror(errno) +
+    return Result<json>(make_error(where + "cannot connect: " + std::strerror(errno) +
                                    " (is sluiced running with --control " + path_ + "?)"));
   request.id = 1;
   const std::string frame = wire::encode_frame(wire::encode_request(request));
@@ -92,7 +92,7 @@ Answer<json> SocketBackend::ask(wire::Request request, int timeout_ms) const {
     }
   };
   const auto late = [&] {
-    return Answer<json>(make_error(where + "no reply within " + std::to_string(timeout_ms) + " ms"));
+    return Result<json>(make_error(where + "no reply within " + std::to_string(timeout_ms) + " ms"));
   };
   for (std::string_view rest = frame; !rest.empty();) {
     if (!wait_for(POLLOUT)) return late();
@@ -109,62 +109,62 @@ Answer<json> SocketBackend::ask(wire::Request request, int timeout_ms) const {
     if (!wait_for(POLLIN)) return late();
     const ssize_t n = recv(fd.get(), buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Answer<json>(make_error(where + "cannot read the reply: " + std::strerror(errno)));
+    if (n < 0) return Result<json>(make_error(where + "cannot read the reply: " + std::strerror(errno)));
     if (n == 0) {
       if (got_prefix.rfind("error ", 0) == 0 || got_prefix.rfind("ok\n", 0) == 0)
-        return Answer<json>(make_error(where + "this sluiced speaks the old control protocol "
+        return Result<json>(make_error(where + "this sluiced speaks the old control protocol "
                                                "(v1, read-only); upgrade it"));
-      return Answer<json>(make_error(where + "sluiced closed the connection without a reply"));
+      return Result<json>(make_error(where + "sluiced closed the connection without a reply"));
     }
     if (got_prefix.size() < 16) got_prefix.append(buf, std::min<size_t>(size_t(n), 16));
     reader.feed(std::string_view(buf, size_t(n)));
     if (!reader.error().empty()) {
       if (got_prefix.rfind("error ", 0) == 0 || got_prefix.rfind("ok\n", 0) == 0)
-        return Answer<json>(make_error(where + "this sluiced speaks the old control protocol "
+        return Result<json>(make_error(where + "this sluiced speaks the old control protocol "
                                                "(v1, read-only); upgrade it"));
-      return Answer<json>(make_error(where + "not a control protocol v2 reply: " + reader.error()));
+      return Result<json>(make_error(where + "not a control protocol v2 reply: " + reader.error()));
     }
     body = reader.next();
   }
   auto reply = wire::decode_reply(*body);
-  if (!reply) return Answer<json>(make_error(where + reply.error().message));
+  if (!reply) return Result<json>(make_error(where + reply.error().message));
   if (!reply->ok)
-    return Answer<json>(make_error("sluiced: " + reply->error.message, kind_of(reply->error.kind)));
+    return Result<json>(make_error("sluiced: " + reply->error.message, kind_of(reply->error.kind)));
   return std::move(reply->result);
 }
 
-Answer<CountersSnapshot> SocketBackend::stats() {
+Result<CountersSnapshot> SocketBackend::stats() {
   wire::Request r;
   r.op = wire::Op::stats;
   auto a = ask(r, kReadTimeoutMs);
-  if (!a) return Answer<CountersSnapshot>(a.value.error());
-  auto text = a.value->find("counters");
-  if (text == a.value->end() || !text->is_string())
-    return Answer<CountersSnapshot>(make_error("sluiced: the stats reply has no counters"));
+  if (!a) return Result<CountersSnapshot>(a.error());
+  auto text = a->find("counters");
+  if (text == a->end() || !text->is_string())
+    return Result<CountersSnapshot>(make_error("sluiced: the stats reply has no counters"));
   auto snap = decode_counters(text->get<std::string>());
-  if (!snap) return Answer<CountersSnapshot>(make_error("control socket " + path_ + ": " + snap.error().message));
+  if (!snap) return Result<CountersSnapshot>(make_error("control socket " + path_ + ": " + snap.error().message));
   return std::move(snap).value();
 }
 
-Answer<RuleSet> SocketBackend::rules() {
+Result<RuleSet> SocketBackend::rules() {
   wire::Request r;
   r.op = wire::Op::rules;
   auto a = ask(r, kReadTimeoutMs);
-  if (!a) return Answer<RuleSet>(a.value.error());
-  auto text = a.value->find("rules");
-  if (text == a.value->end() || !text->is_string())
-    return Answer<RuleSet>(make_error("sluiced: the rules reply has no rules"));
+  if (!a) return Result<RuleSet>(a.error());
+  auto text = a->find("rules");
+  if (text == a->end() || !text->is_string())
+    return Result<RuleSet>(make_error("sluiced: the rules reply has no rules"));
   auto rules = load_rules_text(text->get<std::string>(), "rules from " + path_);
-  if (!rules) return Answer<RuleSet>(rules.error());
+  if (!rules) return Result<RuleSet>(rules.error());
   return std::move(rules).value();
 }
 
-Answer<AppliedChange> SocketBackend::write(wire::Request r, const WriteOptions& w) const {
+Result<AppliedChange> SocketBackend::write(wire::Request r, const WriteOptions& w) const {
   r.expect_generation = w.expect_generation;
   return applied_change(ask(std::move(r), kWriteTimeoutMs));
 }
 
-Answer<AppliedChange> SocketBackend::add_rules(const std::string& text, const std::string& filename,
+Result<AppliedChange> SocketBackend::add_rules(const std::string& text, const std::string& filename,
                                                const std::string& before, const WriteOptions& w) {
   wire::Request r;
   r.op = wire::Op::rule_add;
@@ -174,7 +174,7 @@ Answer<AppliedChange> SocketBackend::add_rules(const std::string& text, const st
   return write(std::move(r), w);
 }
 
-Answer<AppliedChange> SocketBackend::set_rule(
+Result<AppliedChange> SocketBackend::set_rule(
     const std::string& name, const std::map<std::string, std::optional<std::string>>& fields,
     const WriteOptions& w) {
   wire::Request r;
@@ -184,14 +184,14 @@ Answer<AppliedChange> SocketBackend::set_rule(
   return write(std::move(r), w);
 }
 
-Answer<AppliedChange> SocketBackend::delete_rule(const std::string& name, const WriteOptions& w) {
+Result<AppliedChange> SocketBackend::delete_rule(const std::string& name, const WriteOptions& w) {
   wire::Request r;
   r.op = wire::Op::rule_del;
   r.name = name;
   return write(std::move(r), w);
 }
 
-Answer<AppliedChange> SocketBackend::load_config(const std::string& text, const std::string& filename,
+Result<AppliedChange> SocketBackend::load_config(const std::string& text, const std::string& filename,
                                                  const WriteOptions& w) {
   wire::Request r;
   r.op = wire::Op::config_load;
@@ -200,29 +200,29 @@ Answer<AppliedChange> SocketBackend::load_config(const std::string& text, const 
   return write(std::move(r), w);
 }
 
-Answer<RulesDiff> SocketBackend::diff_config(const std::string& text, const std::string& filename) {
+Result<RulesDiff> SocketBackend::diff_config(const std::string& text, const std::string& filename) {
   wire::Request r;
   r.op = wire::Op::config_diff;
   r.text = text;
   r.filename = filename;
   auto a = ask(std::move(r), kWriteTimeoutMs);
-  if (!a) return Answer<RulesDiff>(a.value.error());
-  auto d = a.value->find("diff");
-  if (d == a.value->end()) return Answer<RulesDiff>(make_error("sluiced: the reply has no diff"));
+  if (!a) return Result<RulesDiff>(a.error());
+  auto d = a->find("diff");
+  if (d == a->end()) return Result<RulesDiff>(make_error("sluiced: the reply has no diff"));
   auto diff = wire::diff_from_json(*d);
-  if (!diff) return Answer<RulesDiff>(make_error("sluiced: " + diff.error().message));
+  if (!diff) return Result<RulesDiff>(make_error("sluiced: " + diff.error().message));
   return std::move(diff).value();
 }
 
-Answer<std::vector<FlowRate>> SocketBackend::top_flows(const TopFlowsQuery& query) {
+Result<std::vector<FlowRate>> SocketBackend::top_flows(const TopFlowsQuery& query) {
   wire::Request r;
   r.op = wire::Op::flows_top;
   r.top = query;
   auto a = ask(std::move(r), kReadTimeoutMs);
-  using A = Answer<std::vector<FlowRate>>;
-  if (!a) return A(a.value.error());
-  auto flows = a.value->find("flows");
-  if (flows == a.value->end() || !flows->is_array()) return A(make_error("sluiced: the reply has no flows"));
+  using A = Result<std::vector<FlowRate>>;
+  if (!a) return A(a.error());
+  auto flows = a->find("flows");
+  if (flows == a->end() || !flows->is_array()) return A(make_error("sluiced: the reply has no flows"));
   std::vector<FlowRate> out;
   for (const json& f : *flows) {
     if (!f.is_object()) return A(make_error("sluiced: a malformed flow"));

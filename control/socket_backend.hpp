@@ -12,24 +12,24 @@ namespace sluice::ctl {
 class SocketBackend final : public Backend {
  public:
   explicit SocketBackend(std::string path) : path_(std::move(path)) {}
-  Answer<CountersSnapshot> stats() override;
-  Answer<RuleSet> rules() override;
-  Answer<AppliedChange> add_rules(const std::string& text, const std::string& filename,
+  Result<CountersSnapshot> stats() override;
+  Result<RuleSet> rules() override;
+  Result<AppliedChange> add_rules(const std::string& text, const std::string& filename,
                                   const std::string& before, const WriteOptions& w) override;
-  Answer<AppliedChange> set_rule(const std::string& name,
+  Result<AppliedChange> set_rule(const std::string& name,
                                  const std::map<std::string, std::optional<std::string>>& fields,
                                  const WriteOptions& w) override;
-  Answer<AppliedChange> delete_rule(const std::string& name, const WriteOptions& w) override;
-  Answer<AppliedChange> load_config(const std::string& text, const std::string& filename,
+  Result<AppliedChange> delete_rule(const std::string& name, const WriteOptions& w) override;
+  Result<AppliedChange> load_config(const std::string& text, const std::string& filename,
                                     const WriteOptions& w) override;
-  Answer<RulesDiff> diff_config(const std::string& text, const std::string& filename) override;
-  Answer<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) override;
+  Result<RulesDiff> diff_config(const std::string& text, const std::string& filename) override;
+  Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) override;
 
  private:
   // Sends `request` and returns the result object of its reply, or the server's error with
   // the exit class its kind deserves.
-  Answer<nlohmann::json> ask(wire::Request request, int timeout_ms) const;
-  Answer<AppliedChange> write(wire::Request request, const WriteOptions& w) const;
+  Result<nlohmann::json> ask(wire::Request request, int timeout_ms) const;
+  Result<AppliedChange> write(wire::Request request, const WriteOptions& w) const;
   std::string path_;
 };
 

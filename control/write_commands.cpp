@@ -18,11 +18,11 @@ void declare_write(CLI::App& sub, CommandArgs& a) {
 }
 
 // A rules text from FILE or stdin ("-"), at most what one request carries.
-Answer<std::string> read_text(CommandContext& c, const std::string& file) {
+Result<std::string> read_text(CommandContext& c, const std::string& file) {
   const bool stdin_text = file == "-";
   std::FILE* f = stdin_text ? c.in : std::fopen(file.c_str(), "rb");
   if (f == nullptr)
-    return Answer<std::string>(invalid_input(file + ": cannot open: " + std::strerror(errno)));
+    return Result<std::string>(invalid_input(file + ": cannot open: " + std::strerror(errno)));
   std::string text;
   char buf[65536];
   size_t n;
@@ -32,17 +32,17 @@ Answer<std::string> read_text(CommandContext& c, const std::string& file) {
   }
   const bool bad = std::ferror(f) != 0;
   if (!stdin_text) std::fclose(f);
-  if (bad) return Answer<std::string>(invalid_input(file + ": cannot read"));
+  if (bad) return Result<std::string>(invalid_input(file + ": cannot read"));
   if (text.size() > wire::kMaxFrameBytes - 4096)
-    return Answer<std::string>(invalid_input(file + ": larger than a request may carry (16 MiB)"));
+    return Result<std::string>(invalid_input(file + ": larger than a request may carry (16 MiB)"));
   return text;
 }
 
 std::string display_name(const std::string& file) { return file == "-" ? "<stdin>" : file; }
 
-Answer<Ok> print_change(CommandContext& c, const Answer<AppliedChange>& a) {
+Status print_change(CommandContext& c, const Result<AppliedChange>& a) {
   if (!a) return failed(a);
-  print(c, format_rules_diff(a.value->diff) + "generation " + std::to_string(a.value->generation) + "\n");
+  print(c, format_rules_diff(a->diff) + "generation " + std::to_string(a->generation) + "\n");
   return Ok{};
 }
 
@@ -57,10 +57,10 @@ void declare_rule_add(CLI::App& sub, CommandArgs& a) {
   declare_write(sub, a);
 }
 
-Answer<Ok> run_rule_add(CommandContext& c) {
+Status run_rule_add(CommandContext& c) {
   auto text = read_text(c, c.args->file);
   if (!text) return failed(text);
-  return print_change(c, c.backend->add_rules(*text.value, display_name(c.args->file),
+  return print_change(c, c.backend->add_rules(*text, display_name(c.args->file),
                                               c.args->before, write_options(*c.args)));
 }
 
@@ -79,7 +79,7 @@ void declare_rule_set(CLI::App& sub, CommandArgs& a) {
   declare_write(sub, a);
 }
 
-Answer<Ok> run_rule_set(CommandContext& c) {
+Status run_rule_set(CommandContext& c) {
   const CommandArgs& a = *c.args;
   std::map<std::string, std::optional<std::string>> fields;
   const std::pair<const char*, const std::string*> named[] = {
@@ -106,7 +106,7 @@ void declare_rule_del(CLI::App& sub, CommandArgs& a) {
   declare_write(sub, a);
 }
 
-Answer<Ok> run_rule_del(CommandContext& c) {
+Status run_rule_del(CommandContext& c) {
   return print_change(c, c.backend->delete_rule(c.args->name, write_options(*c.args)));
 }
 
@@ -115,10 +115,10 @@ void declare_config_load(CLI::App& sub, CommandArgs& a) {
   declare_write(sub, a);
 }
 
-Answer<Ok> run_config_load(CommandContext& c) {
+Status run_config_load(CommandContext& c) {
   auto text = read_text(c, c.args->file);
   if (!text) return failed(text);
-  return print_change(c, c.backend->load_config(*text.value, display_name(c.args->file),
+  return print_change(c, c.backend->load_config(*text, display_name(c.args->file),
                                                 write_options(*c.args)));
 }
 
@@ -126,12 +126,12 @@ void declare_config_diff(CLI::App& sub, CommandArgs& a) {
   sub.add_option("FILE", a.file, "a whole rules file (- for stdin)")->required();
 }
 
-Answer<Ok> run_config_diff(CommandContext& c) {
+Status run_config_diff(CommandContext& c) {
   auto text = read_text(c, c.args->file);
   if (!text) return failed(text);
-  auto diff = c.backend->diff_config(*text.value, display_name(c.args->file));
+  auto diff = c.backend->diff_config(*text, display_name(c.args->file));
   if (!diff) return failed(diff);
-  print(c, format_rules_diff(*diff.value));
+  print(c, format_rules_diff(*diff));
   return Ok{};
 }
 
@@ -142,7 +142,7 @@ void declare_flows_top(CLI::App& sub, CommandArgs& a) {
       ->check(CLI::IsMember({"pps", "bps"}));
 }
 
-Answer<Ok> run_flows_top(CommandContext& c) {
+Status run_flows_top(CommandContext& c) {
   TopFlowsQuery q;
   q.count = size_t(c.args->count);
   q.rule = c.args->rule;
@@ -150,13 +150,13 @@ Answer<Ok> run_flows_top(CommandContext& c) {
   auto flows = c.backend->top_flows(q);
   if (!flows) return failed(flows);
   std::vector<std::vector<std::string>> rows = {{"rule", "key", "pps", "bit/s"}};
-  for (const FlowRate& f : *flows.value) {
+  for (const FlowRate& f : *flows) {
     char pps[32], bps[32];
     std::snprintf(pps, sizeof pps, "%.1f", f.packets_per_sec);
     std::snprintf(bps, sizeof bps, "%.0f", f.bits_per_sec);
     rows.push_back({f.rule, f.key, pps, bps});
   }
-  print(c, flows.value->empty() ? std::string("no flows\n") : align_columns(rows, 2));
+  print(c, flows->empty() ? std::string("no flows\n") : align_columns(rows, 2));
   return Ok{};
 }
 

@@ -7,7 +7,7 @@
 
 namespace sluice::ctl {
 
-Answer<Ok> run_xdp_attach(CommandContext& c);  // args: name = IFACE, by = mode, file = rules
-Answer<Ok> run_xdp_detach(CommandContext& c);  // args: name = IFACE
+Status run_xdp_attach(CommandContext& c);  // args: name = IFACE, by = mode, file = rules
+Status run_xdp_detach(CommandContext& c);  // args: name = IFACE
 
 }  // namespace sluice::ctl

@@ -19,26 +19,26 @@ namespace sluice::ctl {
 class XdpCtlBackend final : public Backend {
  public:
   // Refused (exit 1) when sluice is not attached to `iface`, with the message saying so.
-  static Answer<std::unique_ptr<Backend>> open(const std::string& iface);
+  static Result<std::unique_ptr<Backend>> open(const std::string& iface);
   ~XdpCtlBackend() override;
 
-  Answer<CountersSnapshot> stats() override;
-  Answer<RuleSet> rules() override;
-  Answer<AppliedChange> add_rules(const std::string& text, const std::string& filename,
+  Result<CountersSnapshot> stats() override;
+  Result<RuleSet> rules() override;
+  Result<AppliedChange> add_rules(const std::string& text, const std::string& filename,
                                   const std::string& before, const WriteOptions& w) override;
-  Answer<AppliedChange> set_rule(const std::string& name,
+  Result<AppliedChange> set_rule(const std::string& name,
                                  const std::map<std::string, std::optional<std::string>>& fields,
                                  const WriteOptions& w) override;
-  Answer<AppliedChange> delete_rule(const std::string& name, const WriteOptions& w) override;
-  Answer<AppliedChange> load_config(const std::string& text, const std::string& filename,
+  Result<AppliedChange> delete_rule(const std::string& name, const WriteOptions& w) override;
+  Result<AppliedChange> load_config(const std::string& text, const std::string& filename,
                                     const WriteOptions& w) override;
-  Answer<RulesDiff> diff_config(const std::string& text, const std::string& filename) override;
-  Answer<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) override;
+  Result<RulesDiff> diff_config(const std::string& text, const std::string& filename) override;
+  Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) override;
 
  private:
   explicit XdpCtlBackend(std::unique_ptr<xdp::XdpBackend> be);
   // Runs `next` (or the edit's error, an input error: exit 2) if the generation still matches.
-  Answer<AppliedChange> apply(Result<RuleSet> next, const WriteOptions& w);
+  Result<AppliedChange> apply(Result<RuleSet> next, const WriteOptions& w);
   std::unique_ptr<xdp::XdpBackend> be_;
 };
 

@@ -34,15 +34,15 @@
 # Live:   netns sl-ft-ID: senders --veth--> netns sl-fd-ID: sluiced (-l 0,1, one worker) port 0
 #         (net_af_packet) forwards to port 1 --veth--> netns sl-fc-ID: dumpcap (what passed).
 #         Flood sender at FLOOD_PPS (default 50 kpps); the RX ring holds 64k frames (1.3 s)
-#         so that a descheduled worker (shared machine) loses nothing: DPDK 22.11's
-#         net_af_packet does not count its ring's drops (1.4% of a 10M flood at 100 kpps with
-#         a 32k ring). Both senders run on CPU 0, the worker on CPU 1: a real-time sender
+#         so that a descheduled worker (shared machine) loses nothing (1.4% of a 10M flood at
+#         100 kpps was lost with a 32k ring; DPDK's net_af_packet does not count its ring's
+#         drops, sluiced does, in `missed`: live/packet_ring_drops.hpp). Both senders run on CPU 0, the worker on CPU 1: a real-time sender
 #         (and the veth receive in its softirq) on the worker's CPU starves it for most of
-#         each second (14% of the flood lost unseen at 100 kpps). Packets still lost unseen
-#         are logged, and bound the eviction account instead of closing it exactly.
+#         each second (14% of the flood lost at 100 kpps). Packets lost before the rule are
+#         logged, and bound the eviction account instead of closing it exactly.
 #
 # Environment: FLOOD_CAPACITY (FLOWS/10), FLOOD_PPS, FLOOD_HEAVY (1000), FLOOD_MIN_SURVIVORS
-# (0.95; 97-99% measured, docs/SOAK.md), FLOOD_TMP;
+# (1: every one; flows seen twice and sending are never evicted, flow_eviction.hpp), FLOOD_TMP;
 # SLUICED, SENDER, TRACEGEN, SLUICECTL (default: under BUILD=build).
 # Exit: 0 pass, 1 fail, 2 bad usage, 77 skip (live: not root, no veth).
 set -euo pipefail
@@ -60,7 +60,7 @@ TRACEGEN=${TRACEGEN:-$BUILD/tools/sluice-tracegen}
 SLUICECTL=${SLUICECTL:-$BUILD/control/sluicectl}
 CAPACITY=${FLOOD_CAPACITY:-$((FLOWS / 10))}
 HEAVY=${FLOOD_HEAVY:-1000}
-MIN_SURVIVORS=${FLOOD_MIN_SURVIVORS:-0.95}
+MIN_SURVIVORS=${FLOOD_MIN_SURVIVORS:-1}
 RSS_CONSTANT_KB=${FLOOD_RSS_CONSTANT_KB:-8192}
 PY=/usr/bin/python3
 HEAVY_BASE=10.200.0.0 FLOOD_BASE=16.0.0.0
@@ -211,13 +211,12 @@ print(rule["matched_packets"] - heavy, sum(p["missed_packets"] for p in rep["por
 EOF
 )
   FLOOD_SENT=$($PY -c "import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])['packets'])" "$D/flood.json")
-  [ "$MISSED" = 0 ] || it_fail "port 0 missed $MISSED packets: the flow account would be inexact"
-  # Packets lost before the rule where no counter sees them: net_af_packet's ring (DPDK 22.11
-  # does not count its drops) when the worker is off its CPU longer than the ring lasts. The
-  # account is then known to within that many packets, and says so.
+  # Packets lost before the rule: on net_af_packet's ring when the worker is off its CPU longer
+  # than the ring lasts (counted in missed) and on the veth pair. Which flows they belonged to
+  # is unknown, so the account is then known to within that many packets, and says so.
   LOST=$((FLOOD_SENT - FLOOD_SEEN - VETH_TX_DROPPED - VETH_RX_DROPPED))
   [ "$LOST" -ge 0 ] || it_fail "the rule saw $FLOOD_SEEN flood packets, more than the $FLOOD_SENT sent"
-  [ "$LOST" = 0 ] || it_log "WARNING: $LOST of $((FLOOD_SENT + $(sed -n 's/.*"packets": \([0-9]*\).*/\1/p' "$D/heavy.json"))) packets lost unseen (veth drops: tx $VETH_TX_DROPPED rx $VETH_RX_DROPPED; the rest in net_af_packet's ring)"
+  [ "$LOST" = 0 ] || it_log "WARNING: $LOST of $((FLOOD_SENT + $(sed -n 's/.*"packets": \([0-9]*\).*/\1/p' "$D/heavy.json"))) packets lost before the rule (missed on the RX ring: $MISSED; veth drops: tx $VETH_TX_DROPPED rx $VETH_RX_DROPPED)"
   PASSED_PCAP=$D/passed.pcap
 fi
 FLOOD_SENT=${FLOOD_SENT:-$FLOWS}

@@ -18,8 +18,9 @@
 # the socket. net_af_packet rather than net_af_xdp: its qpairs=2 is a PACKET_FANOUT group, so
 # two RX queues (one per worker) exist on a veth, whose single channel net_af_xdp refuses
 # ("queue count 2 is larger than combined queue count 1"). Frames go back out of the port.
-# DPDK 22.11's net_af_packet does not report what its sockets' rings drop (tp_drops: imissed
-# stays 0), so a drop there would break the account unseen: each queue's ring holds 16384
+# DPDK 22.11's net_af_packet does not report what its sockets' rings drop (imissed stays 0);
+# sluiced reads the sockets' tp_drops into `missed` (live/packet_ring_drops.hpp), and the
+# account below closes either way. So that nothing is lost at all, each queue's ring holds 16384
 # frames (32 MiB), 1.6 s of its share of the traffic, so that a worker descheduled on a busy
 # machine does not overflow it (the default 512 did: 1% lost in a 10-minute run at load 18).
 #

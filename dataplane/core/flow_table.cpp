@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "flow_eviction.hpp"
+
 namespace sluice {
 namespace {
 
@@ -101,6 +103,7 @@ FlowTable::FlowTable(FlowTable&& o) noexcept
       single_writer_(o.single_writer_),
       expire_ticks_(o.expire_ticks_),
       evict_ticks_(o.evict_ticks_),
+      protect_ticks_(o.protect_ticks_),
       active_(o.active_.load(std::memory_order_relaxed)),
       evicted_(o.evicted_.load(std::memory_order_relaxed)),
       cursor_(o.cursor_.load(std::memory_order_relaxed)) {
@@ -119,6 +122,7 @@ Status FlowTable::map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns,
   expire_ticks_ = idle_timeout_ns == 0 ? kMaxIdleTicks + 1u
                                        : certain_idle_ticks(idle_timeout_ns, tick_shift_);
   evict_ticks_ = certain_idle_ticks(min_evict_idle_ns, tick_shift_);
+  protect_ticks_ = certain_idle_ticks(kProtectIdleNs, tick_shift_);
 
   // Anonymous memory, reserved but not written (see the header: pages are backed on first
   // use), 2 MB aligned when it is to be on huge pages.
@@ -220,15 +224,15 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
     //    set (flow_table_test prints it); always taking the emptier set would put about half of
     //    them there, and always the first set (spilling only when it is full) refused far
     //    more flows than this rule when both were tried.
-    int stale = -1, lru = -1;
+    int stale = -1;
     int empty[2] = {-1, -1};
     unsigned empties[2] = {0, 0};
-    uint64_t stale_tag = 0, lru_tag = 0;
-    uint32_t lru_idle = 0;
+    uint64_t stale_tag = 0;
+    EvictionChoice eviction(evict_ticks_, protect_ticks_);
     bool ours_pending = false, others_pending = false;
     for (unsigned i = 0; i < n; ++i) {
       const uint64_t t = tag_at(i).load(std::memory_order_acquire);
-      if ((t & ~kTickMask) == fp) {
+      if ((t & ~kLifeMask) == fp) {
         touch(tag_at(i), fp, tick);
         return {{state_at_way(i), Outcome::found}, nullptr};
       }
@@ -244,8 +248,8 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
         const uint32_t idle = idle_ticks(t, tick);
         if (idle >= expire_ticks_) {
           if (stale < 0) stale = int(i), stale_tag = t;
-        } else if (lru < 0 || idle > lru_idle) {
-          lru = int(i), lru_tag = t, lru_idle = idle;
+        } else {
+          eviction.consider(int(i), t, idle, (t & kSeenOnce) != 0);
         }
       }
     }
@@ -258,7 +262,8 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
         empties[0] >= kKeepFirstEmpties || empties[0] >= empties[1] ? empty[0] : empty[1];
 
     // 2. Pick: a stale (expired) slot replaces a dead flow, so it needs no capacity; an empty
-    //    slot needs a unit of capacity; otherwise the LRU flow, if idle long enough.
+    //    slot needs a unit of capacity; otherwise a victim, if one may go (flow_eviction.hpp:
+    //    the least recently used flow seen once or idle for kProtectIdleNs, idle enough).
     int victim;
     uint64_t expected;
     Outcome outcome = Outcome::created;
@@ -267,8 +272,8 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
       victim = stale, expected = stale_tag;
     } else if (best_empty >= 0 && (reserved = reserve())) {
       victim = best_empty, expected = kEmpty;
-    } else if (lru >= 0 && lru_idle >= evict_ticks_) {
-      victim = lru, expected = lru_tag, outcome = Outcome::evicted;
+    } else if (const EvictionChoice::Victim v = eviction.pick(); v.way >= 0) {
+      victim = v.way, expected = v.tag, outcome = Outcome::evicted;
     } else {
       // Full of active flows. A pending claim may still publish or abandon: look again briefly.
       if (others_pending && relax(spins)) continue;
@@ -292,7 +297,7 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
       if (int(j) == victim) continue;
       for (;;) {
         const uint64_t t = tag_at(j).load(std::memory_order_seq_cst);
-        if ((t & ~kTickMask) == fp) {  // it got there first
+        if ((t & ~kLifeMask) == fp) {  // it got there first
           abandon(mine);
           touch(tag_at(j), fp, tick);
           return {{state_at_way(j), Outcome::found}, nullptr};

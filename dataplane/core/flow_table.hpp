@@ -26,18 +26,21 @@
 // before the table holds `capacity` flows. Per flow of capacity: 2 * (8 + 8 * state_words) bytes = 32 bytes
 // (one state word) or 48 bytes (meters).
 //
-// Tag word: bit 63 pending | 39-bit fingerprint (bits 62..24) | 24-bit last-seen tick (23..0).
-// 0 is an empty slot. The fingerprint is the low 39 bits of the caller's seeded 64-bit hash (0
-// remapped to 1) and the set comes from the whole hash, independently: two flows share a bucket
-// only if their hashes agree in both, which with a random per-start seed is negligible (~2^-36
-// per new flow) and unforceable.
+// Tag word: bit 63 pending | 38-bit fingerprint (bits 62..25) | bit 24 seen once | 24-bit
+// last-seen tick (23..0). 0 is an empty slot. The fingerprint is the low 38 bits of the
+// caller's seeded 64-bit hash (0 remapped to 1) and the set comes from the whole hash,
+// independently: two flows share a bucket only if their hashes agree in both, which with a
+// random per-start seed is negligible (~2^-35 per new flow) and unforceable. "Seen once" is
+// set when a flow is created and cleared by its next packet (the touch that moves the tick
+// also clears it, so a hit costs nothing more); eviction prefers such flows
+// (flow_eviction.hpp), so a flood of one-packet flows evicts its own kind first.
 //
 // Concurrency: lock-free; any number of threads may call find_or_insert() and expire() at once.
 //  - Lookup of an existing flow reads its tag line once (8 tags compared at a time); when the
-//    tick changed (at most once a tick per flow), one CAS moves the tick forward (a lost race
-//    only means someone else touched it).
+//    tick changed (at most once a tick per flow) or the flow was seen once, one CAS moves the
+//    tick forward and clears the mark (a lost race only means someone else touched it).
 //  - A new flow claims a slot with one CAS on its tag word (empty/stale/victim -> PENDING|fp),
-//    lets init() set its state words, then publishes fp|tick with a release store.
+//    lets init() set its state words, then publishes fp|seen-once|tick with a release store.
 //  - No duplicates: after its CAS the claimer re-reads the other 15 candidate tags (both sets;
 //    seq_cst on both sides, so of two racing claimers at least one sees the other). The pending word carries the
 //    fingerprint, so claimers of *different* flows never wait for each other; of two claimers of
@@ -79,11 +82,18 @@ class FlowTable {
   static constexpr unsigned kSlack = 2;         // slots per flow of capacity
   static constexpr unsigned kTickShift = 20;    // finest tick: 2^20 ns (~1.05 ms)
   static constexpr unsigned kTickBits = 24;
-  static constexpr unsigned kFingerprintBits = 39;
+  static constexpr unsigned kFingerprintBits = 38;
+  static constexpr unsigned kFingerprintShift = kTickBits + 1;
   static constexpr uint64_t kEmpty = 0;
   static constexpr uint64_t kPending = uint64_t{1} << 63;
   static constexpr uint64_t kTickMask = (uint64_t{1} << kTickBits) - 1;
-  static constexpr uint64_t kFingerprintMask = ((uint64_t{1} << kFingerprintBits) - 1) << kTickBits;
+  static constexpr uint64_t kSeenOnce = uint64_t{1} << kTickBits;
+  // The bits of a live flow's tag that change while it lives; the rest names the flow.
+  static constexpr uint64_t kLifeMask = kTickMask | kSeenOnce;
+  static constexpr uint64_t kFingerprintMask = ((uint64_t{1} << kFingerprintBits) - 1) << kFingerprintShift;
+  // A flow seen twice is never evicted while it sends at least this often; it leaves by going
+  // idle (flow_eviction.hpp).
+  static constexpr uint64_t kProtectIdleNs = 1'000'000'000;
 
   // capacity: max live flows (exactly enforced). idle_timeout_ns: a flow idle that long is gone
   // (0 = flows never expire). min_evict_idle_ns: an LRU victim must have been idle at least this
@@ -162,8 +172,9 @@ class FlowTable {
   // Introspection (tests, diagnostics). Slot i is way i % kWays of set i / kWays.
   size_t slot_count() const { return nsets_ * kWays; }
   uint64_t tag_word(size_t i) const { return tags(i / kWays)[i % kWays].load(std::memory_order_acquire); }
-  uint64_t fingerprint_at(size_t i) const { return (tag_word(i) & kFingerprintMask) >> kTickBits; }
+  uint64_t fingerprint_at(size_t i) const { return (tag_word(i) & kFingerprintMask) >> kFingerprintShift; }
   uint32_t tick_at(size_t i) const { return uint32_t(tag_word(i) & kTickMask); }
+  bool seen_once_at(size_t i) const { return (tag_word(i) & kSeenOnce) != 0; }
   const std::atomic<uint64_t>* state_at(size_t i) const {
     return states(i / kWays) + (i % kWays) * state_words_;
   }
@@ -172,9 +183,9 @@ class FlowTable {
   size_t set_index(uint64_t hash) const { return set_of(hash); }
   size_t second_set_index(uint64_t hash) const { return second_set_of(hash); }
   const void* data() const { return sets_; }
-  // The fingerprint a hash is stored under: its low 39 bits, 0 remapped to 1.
+  // The fingerprint a hash is stored under: its low 38 bits, 0 remapped to 1.
   static constexpr uint64_t tag_of(uint64_t hash) {
-    const uint64_t f = hash & (kFingerprintMask >> kTickBits);
+    const uint64_t f = hash & (kFingerprintMask >> kFingerprintShift);
     return f == 0 ? 1 : f;
   }
   uint32_t tick_of(uint64_t now_ns) const { return uint32_t((now_ns >> tick_shift_) & kTickMask); }
@@ -199,13 +210,14 @@ class FlowTable {
   std::atomic<uint64_t>* state_of(size_t set, unsigned way) const {
     return states(set) + way * state_words_;
   }
-  static uint64_t fp_bits(uint64_t hash) { return tag_of(hash) << kTickBits; }
-  // Moves a found flow's tick forward; skipped when unchanged (most packets of a busy flow).
+  static uint64_t fp_bits(uint64_t hash) { return tag_of(hash) << kFingerprintShift; }
+  // Moves a found flow's tick forward and clears its seen-once mark; skipped when both are
+  // unchanged (most packets of a busy flow).
   // The tag is read again here (the scan compared it in a vector register): if it no longer
   // holds fp, the slot was recycled meanwhile and is not ours to touch.
   void touch(std::atomic<uint64_t>& tag, uint64_t fp, uint32_t tick) const {
     uint64_t seen = tag.load(std::memory_order_relaxed);
-    if ((seen & kTickMask) == tick || (seen & ~kTickMask) != fp) return;
+    if ((seen & kLifeMask) == tick || (seen & ~kLifeMask) != fp) return;
     if (single_writer_) {
       tag.store(fp | tick, std::memory_order_relaxed);
       return;
@@ -245,6 +257,7 @@ class FlowTable {
   bool single_writer_ = false;
   uint32_t expire_ticks_ = 0;  // idle ticks at which a flow is certainly expired
   uint32_t evict_ticks_ = 0;   // idle ticks at which a flow may certainly be evicted
+  uint32_t protect_ticks_ = 0;  // idle ticks at which a flow seen twice is on probation again
   // Written by every inserting / expiring thread: keep them off the read-mostly line above.
   alignas(64) std::atomic<uint64_t> active_{0};
   std::atomic<uint64_t> evicted_{0};
@@ -271,14 +284,14 @@ inline int FlowTable::first_match(const std::atomic<uint64_t>* tag, uint64_t fp)
   std::atomic_signal_fence(std::memory_order_acquire);
   while (candidates != 0) [[likely]] {
     const int way = __builtin_ctz(candidates);
-    if ((tag[way].load(std::memory_order_acquire) & ~kTickMask) == fp) [[likely]] return way;
+    if ((tag[way].load(std::memory_order_acquire) & ~kLifeMask) == fp) [[likely]] return way;
     candidates &= candidates - 1;
   }
   return -1;
 #else
   unsigned hits = 0;  // branchless: which way holds a flow is random
   for (unsigned way = 0; way < kWays; ++way)
-    hits |= unsigned((tag[way].load(std::memory_order_acquire) & ~kTickMask) == fp) << way;
+    hits |= unsigned((tag[way].load(std::memory_order_acquire) & ~kLifeMask) == fp) << way;
   return hits != 0 ? __builtin_ctz(hits) : -1;
 #endif
 }
@@ -315,7 +328,8 @@ template <class Init>
   Claim c = claim(first, second, fp, tick);
   if (c.lookup.outcome == Outcome::created || c.lookup.outcome == Outcome::evicted) {
     init(c.lookup.state);
-    c.tag->store(fp | tick, std::memory_order_release);  // makes init()'s words visible
+    // Seen once until its next packet; the release makes init()'s words visible.
+    c.tag->store(fp | kSeenOnce | tick, std::memory_order_release);
   }
   return c.lookup;
 }

@@ -102,6 +102,15 @@ Result<Port> Port::open(uint16_t id, const PortSetup& setup) {
   port.state_ = State::started;
 
   port.last_link_ = port.link_text();
+  if (port.driver_ == "net_af_packet") {
+    // The driver's queue sockets, for the ring drops it does not count (packet_ring_drops.hpp).
+    port.ring_drops_ = PacketRingDrops::find(int(info.if_index));
+    if (port.ring_drops_.sockets() != setup.queues)
+      live_log("port %u: found %zu AF_PACKET socket(s) on ifindex %u for %u queue(s): packets the "
+               "kernel drops on the RX rings are %s", id, port.ring_drops_.sockets(),
+               info.if_index, setup.queues,
+               port.ring_drops_.sockets() == 0 ? "not counted" : "counted where found");
+  }
   live_log("port %u (%s, %s): %u RX/TX queue(s) of %u/%u descriptors, %s; %s", id,
            port.name_.c_str(), port.driver_.c_str(), setup.queues,
            rx_desc, tx_desc, spread, port.last_link_.c_str());
@@ -118,6 +127,7 @@ Port::~Port() {
 
 void Port::stop() {
   if (state_ != State::started) return;
+  (void)ring_drops_.total();  // the last reading: the driver closes its sockets at stop
   if (int ret = rte_eth_dev_stop(id_); ret != 0)
     live_log("port %u: stop failed: %s", id_, std::strerror(-ret));
   state_ = State::stopped;
@@ -138,7 +148,8 @@ Port::Reading Port::read() const {
   if (rte_eth_stats_get(id_, &st) != 0) return r;
   r.counters.rx_packets = st.ipackets;
   r.counters.tx_packets = st.opackets;
-  r.counters.missed_packets = st.imissed;
+  r.counters.missed_packets =
+      st.imissed + (state_ == State::started ? ring_drops_.total() : ring_drops_.last_total());
   r.counters.rx_bytes = st.ibytes;
   r.counters.tx_bytes = st.obytes;
   r.errors.rx_nombuf = st.rx_nombuf;

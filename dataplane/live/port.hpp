@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "counters.hpp"
+#include "packet_ring_drops.hpp"
 #include "port_plan.hpp"
 #include "result.hpp"
 
@@ -48,7 +49,7 @@ class Port {
   Port(Port&& other) noexcept
       : id_(other.id_), queues_(other.queues_), state_(std::exchange(other.state_, State::none)),
         name_(std::move(other.name_)), driver_(std::move(other.driver_)),
-        last_link_(std::move(other.last_link_)) {}
+        last_link_(std::move(other.last_link_)), ring_drops_(std::move(other.ring_drops_)) {}
   Port& operator=(Port&&) = delete;
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;
@@ -63,7 +64,9 @@ class Port {
 
   // One rte_eth_stats_get, as SPEC §5 port counters (rx, tx, missed) and the rest an operator
   // needs: RX mbuf allocation failures (pool too small for what the device holds: see
-  // --mbufs), RX and TX errors. Zeros if the driver cannot say.
+  // --mbufs), RX and TX errors. Zeros if the driver cannot say. On net_af_packet, `missed`
+  // adds what the kernel dropped on the RX rings, which the driver does not report
+  // (packet_ring_drops.hpp).
   struct Reading {
     PortSnapshot counters;
     PortErrors errors;
@@ -89,6 +92,7 @@ class Port {
   std::string name_;
   std::string driver_;
   std::string last_link_;
+  PacketRingDrops ring_drops_;  // net_af_packet only: its sockets, until stop()
 };
 
 }  // namespace sluice

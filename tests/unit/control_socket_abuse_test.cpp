@@ -211,7 +211,7 @@ TEST_F(ControlSocket, AWriteBeingAppliedDelaysNoRead) {
   std::thread writer([&] {
     for (int i = 0; i < 3; ++i) {
       auto r = ctl::SocketBackend(sock()).set_rule("udp-only", {{"burst", std::to_string(20 + i)}}, {});
-      EXPECT_TRUE(r) << r.value.error().message;
+      EXPECT_TRUE(r) << r.error().message;
     }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));

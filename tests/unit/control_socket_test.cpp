@@ -127,37 +127,37 @@ TEST_F(ControlSocket, AnswersStatsOnlyOncePublishedAndThenTheLatestFigures) {
   ctl::SocketBackend backend(sock());
   auto before = backend.stats();
   ASSERT_FALSE(before);
-  EXPECT_NE(before.value.error().message.find("not set up yet"), std::string::npos)
-      << before.value.error().message;
+  EXPECT_NE(before.error().message.find("not set up yet"), std::string::npos)
+      << before.error().message;
 
   CountersSnapshot s = sample_snapshot();
   (*server)->publish(s);
   auto first = backend.stats();
-  ASSERT_TRUE(first) << first.value.error().message;
-  EXPECT_EQ(counters_to_json(*first.value), counters_to_json(s));
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(counters_to_json(*first), counters_to_json(s));
   s.default_rule.traffic.add(Outcome::passed, 64);
   (*server)->publish(s);
   auto second = backend.stats();
   ASSERT_TRUE(second);
-  EXPECT_EQ(second.value->default_rule.traffic.pkts(Outcome::passed), 2u);
+  EXPECT_EQ(second->default_rule.traffic.pkts(Outcome::passed), 2u);
 }
 
 TEST_F(ControlSocket, RulesComeBackAsTheSameRuleSet) {
   auto server = serve();
   auto rules = ctl::SocketBackend(sock()).rules();
-  ASSERT_TRUE(rules) << rules.value.error().message;
-  ASSERT_EQ(rules.value->rules.size(), 2u);
-  EXPECT_EQ(rules.value->rules[1].name, "per-source");
-  EXPECT_EQ(dump_rules_yaml(*rules.value), dump_rules_yaml(rules_));
+  ASSERT_TRUE(rules) << rules.error().message;
+  ASSERT_EQ(rules->rules.size(), 2u);
+  EXPECT_EQ(rules->rules[1].name, "per-source");
+  EXPECT_EQ(dump_rules_yaml(*rules), dump_rules_yaml(rules_));
 }
 
 TEST_F(ControlSocket, AReadOnlyServerRefusesWritesAsUnsupported) {
   auto server = serve();
   auto r = ctl::SocketBackend(sock()).delete_rule("udp-only", {});
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.value.error().kind, ErrorKind::runtime);
-  EXPECT_NE(r.value.error().message.find("cannot change its rules while it runs"), std::string::npos)
-      << r.value.error().message;
+  EXPECT_EQ(r.error().kind, ErrorKind::runtime);
+  EXPECT_NE(r.error().message.find("cannot change its rules while it runs"), std::string::npos)
+      << r.error().message;
 }
 
 TEST_F(ControlSocket, WritesThroughTheSocketApplyAndStaleOnesConflict) {
@@ -166,35 +166,35 @@ TEST_F(ControlSocket, WritesThroughTheSocketApplyAndStaleOnesConflict) {
   auto server = serve({}, target.get());
   ctl::SocketBackend backend(sock());
   auto set = backend.set_rule("udp-only", {{"rate", "2kpps"}}, {});
-  ASSERT_TRUE(set) << set.value.error().message;
-  EXPECT_EQ(set.value->generation, 2u);
-  EXPECT_EQ(format_rules_diff(set.value->diff).substr(0, 32), "~ udp-only: rate (buckets kept)\n");
+  ASSERT_TRUE(set) << set.error().message;
+  EXPECT_EQ(set->generation, 2u);
+  EXPECT_EQ(format_rules_diff(set->diff).substr(0, 32), "~ udp-only: rate (buckets kept)\n");
   auto stale = backend.delete_rule("udp-only", ctl::WriteOptions{1});
   ASSERT_FALSE(stale);
-  EXPECT_EQ(stale.value.error().kind, ErrorKind::runtime);
-  EXPECT_NE(stale.value.error().message.find("rules changed since generation 1 (now 2)"), std::string::npos)
-      << stale.value.error().message;
+  EXPECT_EQ(stale.error().kind, ErrorKind::runtime);
+  EXPECT_NE(stale.error().message.find("rules changed since generation 1 (now 2)"), std::string::npos)
+      << stale.error().message;
   auto bad = backend.load_config("rules:\n  - {name: a, rate: x}\n", "new.yaml", {});
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.value.error().kind, ErrorKind::invalid_input);
-  EXPECT_NE(bad.value.error().message.find("new.yaml:2"), std::string::npos) << bad.value.error().message;
+  EXPECT_EQ(bad.error().kind, ErrorKind::invalid_input);
+  EXPECT_NE(bad.error().message.find("new.yaml:2"), std::string::npos) << bad.error().message;
   EXPECT_EQ(target->generation(), 2u);
 }
 
 TEST_F(ControlSocket, ATargetAttachedAfterTheStartMakesItWritableAndDetachingReadOnly) {
   auto server = serve();  // as sluiced starts it: before the dataplane exists
   ctl::SocketBackend backend(sock());
-  EXPECT_EQ(backend.delete_rule("udp-only", {}).value.error().kind, ErrorKind::runtime);
+  EXPECT_EQ(backend.delete_rule("udp-only", {}).error().kind, ErrorKind::runtime);
   auto target = test::ScriptedRulesTarget::create(rules_);
   server->set_target(target.get());
   EXPECT_NE(exchange(sock(), request("hello")).find("\"writable\":true"), std::string::npos);
   auto del = backend.delete_rule("udp-only", {});
-  ASSERT_TRUE(del) << del.value.error().message;
+  ASSERT_TRUE(del) << del.error().message;
   EXPECT_EQ(target->rules().rules.size(), 1u);
   server->set_target(nullptr);
   auto refused = backend.delete_rule("per-source", {});
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.value.error().message.find("cannot change its rules"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("cannot change its rules"), std::string::npos);
   EXPECT_EQ(target->rules().rules.size(), 1u);
 }
 
@@ -281,9 +281,9 @@ TEST_F(ControlSocket, ReplacesAStaleSocketButNotALiveOneOrAnotherFile) {
 TEST_F(ControlSocket, TheBackendSaysWhenNobodyListens) {
   auto r = ctl::SocketBackend(sock()).stats();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.value.error().kind, ErrorKind::runtime);
-  EXPECT_NE(r.value.error().message.find("cannot connect"), std::string::npos);
-  EXPECT_NE(r.value.error().message.find("--control " + sock()), std::string::npos);
+  EXPECT_EQ(r.error().kind, ErrorKind::runtime);
+  EXPECT_NE(r.error().message.find("cannot connect"), std::string::npos);
+  EXPECT_NE(r.error().message.find("--control " + sock()), std::string::npos);
 }
 
 }  // namespace

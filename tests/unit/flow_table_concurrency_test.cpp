@@ -130,7 +130,8 @@ TEST(FlowTableConcurrency, RacingClaimsOfOneNewFlowInAChurningSet) {
           if (th == 0) {
             int copies = 0;
             for (size_t i = 0; i < t.slot_count(); ++i) {
-              copies += t.tag_word(i) == ((FlowTable::tag_of(h) << FlowTable::kTickBits) | t.tick_at(i));
+              copies += (t.tag_word(i) & ~FlowTable::kLifeMask) ==
+                        FlowTable::tag_of(h) << FlowTable::kFingerprintShift;
             }
             ConstState const home = t.find(h);
             bool agree = true;

@@ -88,7 +88,7 @@ TEST(FlowTable, LookupComparesEveryFingerprintBitInEveryWay) {
     EXPECT_EQ(t.find(hashes[w]), states[w]) << "flow " << w;
     EXPECT_EQ(states[w][0].load(), hashes[w]) << "flow " << w << " reads its own state";
     slots.insert(t.slot_of(states[w]));
-    // Flip each fingerprint bit: tag bits 24..31 (low half) and 32..62 (high half).
+    // Flip each fingerprint bit: tag bits 25..31 (low half) and 32..62 (high half).
     for (unsigned bit = 0; bit < FlowTable::kFingerprintBits; ++bit) {
       const uint64_t other = hashes[w] ^ (uint64_t{1} << bit);
       if (std::find(hashes.begin(), hashes.end(), other) != hashes.end()) continue;
@@ -107,9 +107,9 @@ TEST(FlowTable, LookupComparesEveryFingerprintBitInEveryWay) {
 
 TEST(FlowTable, ReservedTagValuesAreRemapped) {
   FlowTable t = make_table(64, kNever);
-  // The fingerprint is the hash's low 39 bits; 0 would read as "empty", so it maps to 1.
+  // The fingerprint is the hash's low 38 bits; 0 would read as "empty", so it maps to 1.
   EXPECT_EQ(FlowTable::tag_of(0), 1u);
-  EXPECT_EQ(FlowTable::tag_of(uint64_t{1} << 39), 1u);
+  EXPECT_EQ(FlowTable::tag_of(uint64_t{1} << 38), 1u);
   EXPECT_EQ(FlowTable::tag_of(FlowTable::kPending | 5), 5u) << "bit 63 is not part of it";
   auto a = put(t, 0, 0);
   EXPECT_EQ(a.outcome, Outcome::created);
@@ -164,9 +164,12 @@ TEST(FlowTable, AtCapacityEvictsLruOfTheSetWhenIdleEnough) {
   EXPECT_EQ(t.evicted(), 1u);
   EXPECT_EQ(t.active(), 8u);
 
-  // Next LRU: flows 100..107 except 103 were all touched at tick 100; 999 at 110. Touch all but 105.
-  for (uint64_t h : {100, 101, 102, 104, 106, 107, 999}) put(t, h, 120 * kTick);
-  auto r2 = put(t, 998, 130 * kTick);
+  // Next LRU: flows 100..107 except 103 were all touched at tick 100; 999 at 110. Touch all
+  // but 105, once they are idle past the protection window (flow_eviction_test.cpp: flows seen
+  // twice go only once idle that long).
+  const uint64_t later = 110 * kTick + FlowTable::kProtectIdleNs + 2 * kTick;
+  for (uint64_t h : {100, 101, 102, 104, 106, 107, 999}) put(t, h, later);
+  auto r2 = put(t, 998, later + 10 * kTick);
   EXPECT_EQ(r2.outcome, Outcome::evicted);
   EXPECT_EQ(t.find(105), nullptr);
   EXPECT_EQ(t.evicted(), 2u);
