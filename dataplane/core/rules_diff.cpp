@@ -1,6 +1,7 @@
 #include "rules_diff.hpp"
 
-#include <map>
+#include <string_view>
+#include <unordered_map>
 
 namespace sluice {
 namespace {
@@ -59,44 +60,59 @@ size_t RulesDiff::count(RuleChangeKind kind) const {
   return n;
 }
 
+std::vector<int> positions_by_name(const RuleSet& from, const RuleSet& to) {
+  std::vector<int> at(to.rules.size(), -1);
+  size_t same = 0;
+  while (same < to.rules.size() && same < from.rules.size() &&
+         to.rules[same].name == from.rules[same].name) {
+    at[same] = int(same);
+    ++same;
+  }
+  if (same == to.rules.size()) return at;
+  std::unordered_map<std::string_view, int> old_at;
+  old_at.reserve(from.rules.size() - same);
+  for (size_t i = same; i < from.rules.size(); ++i) old_at.emplace(from.rules[i].name, int(i));
+  for (size_t i = same; i < to.rules.size(); ++i)
+    if (auto it = old_at.find(to.rules[i].name); it != old_at.end()) at[i] = it->second;
+  return at;
+}
+
 RulesDiff diff_rules(const RuleSet& from, const RuleSet& to) {
-  std::map<std::string, size_t> old_at;
-  for (size_t i = 0; i < from.rules.size(); ++i) old_at.emplace(from.rules[i].name, i);
-  std::map<std::string, size_t> new_at;
-  for (size_t i = 0; i < to.rules.size(); ++i) new_at.emplace(to.rules[i].name, i);
+  const std::vector<int> old_at = positions_by_name(from, to);
+  std::vector<int> new_at(from.rules.size(), -1);  // the inverse: -1 for removed rules
+  for (size_t i = 0; i < old_at.size(); ++i)
+    if (old_at[i] >= 0) new_at[size_t(old_at[i])] = int(i);
 
   RulesDiff d;
   d.default_changed = !(from.default_action == to.default_action);
   // "position": the rule's rank among the rules both sets have, so adding or removing another
   // rule does not by itself mark every later rule as moved.
-  std::vector<size_t> kept_old_rank(from.rules.size()), kept_new_rank(to.rules.size());
+  std::vector<size_t> kept_old_rank(from.rules.size());
   size_t rank = 0;
   for (size_t i = 0; i < from.rules.size(); ++i)
-    if (new_at.count(from.rules[i].name)) kept_old_rank[i] = rank++;
+    if (new_at[i] >= 0) kept_old_rank[i] = rank++;
   rank = 0;
-  for (size_t i = 0; i < to.rules.size(); ++i)
-    if (old_at.count(to.rules[i].name)) kept_new_rank[i] = rank++;
-
+  d.rules.reserve(to.rules.size());
   for (size_t i = 0; i < to.rules.size(); ++i) {
     const Rule& n = to.rules[i];
     RuleChange c;
     c.name = n.name;
-    auto it = old_at.find(n.name);
-    if (it == old_at.end()) {
+    if (old_at[i] < 0) {
       c.kind = RuleChangeKind::added;
     } else {
-      const Rule& o = from.rules[it->second];
+      const size_t j = size_t(old_at[i]);
+      const Rule& o = from.rules[j];
       c.fields = changed_fields(o, n);
-      if (kept_old_rank[it->second] != kept_new_rank[i]) c.fields.emplace_back("position");
+      if (kept_old_rank[j] != rank++) c.fields.emplace_back("position");
       c.kind = c.fields.empty() ? RuleChangeKind::unchanged : RuleChangeKind::changed;
       c.keeps_state = same_state_identity(o, n);
     }
     d.rules.push_back(std::move(c));
   }
-  for (const Rule& o : from.rules) {
-    if (new_at.count(o.name)) continue;
+  for (size_t j = 0; j < from.rules.size(); ++j) {
+    if (new_at[j] >= 0) continue;
     RuleChange c;
-    c.name = o.name;
+    c.name = from.rules[j].name;
     c.kind = RuleChangeKind::removed;
     d.rules.push_back(std::move(c));
   }

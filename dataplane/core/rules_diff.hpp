@@ -40,6 +40,11 @@ struct RulesDiff {
 // Rules are matched by name; a name is unique within a set (the loader guarantees it).
 RulesDiff diff_rules(const RuleSet& from, const RuleSet& to);
 
+// For each rule of `to`, the position in `from` of the rule of the same name, or -1. Linear
+// when both list the same names in the same order (a change of fields: the usual write),
+// one hash lookup per rule otherwise; names compared as views, nothing copied.
+std::vector<int> positions_by_name(const RuleSet& from, const RuleSet& to);
+
 // True if a rule changed from `a` to `b` (same name) keeps its state.
 bool same_state_identity(const Rule& a, const Rule& b);
 

@@ -28,6 +28,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 #include <new>
 #include <utility>
 #include <vector>
@@ -45,8 +46,10 @@ using namespace rules_internal;
 
 class Loader {
  public:
-  explicit Loader(std::string file) : msg_(std::move(file)) {}
+  // link: resolve and check parents (false: load_rules_text_unlinked).
+  Loader(std::string file, bool link) : msg_(std::move(file)), link_(link) {}
   Result<RuleSet> load(std::string_view text);
+  std::vector<int> take_parent_lines() { return std::move(parent_lines_); }
 
  private:
   Status parse_document(std::string_view text);
@@ -54,11 +57,9 @@ class Loader {
   Status read_rules(const Field& f);
   Status add_rule(const YamlNode& node, size_t index);
   Status resolve_parents();
-  Status check_parent(size_t child) const;
-  Status check_cycles() const;
-  Status check_chain_depth() const;
 
   Messages msg_;
+  bool link_;
   YamlNode root_;  // the document: every Field points into it
   RuleSet set_;
   std::map<std::string, size_t> index_by_name_;
@@ -73,7 +74,8 @@ Result<RuleSet> Loader::load(std::string_view text) {
     if (Status s = read_default(*f); !s) return s.error();
   if (const Field* f = find_field(*top, "rules"))
     if (Status s = read_rules(*f); !s) return s.error();
-  if (Status s = resolve_parents(); !s) return s.error();
+  if (link_)
+    if (Status s = resolve_parents(); !s) return s.error();
   return std::move(set_);
 }
 
@@ -137,74 +139,7 @@ Status Loader::add_rule(const YamlNode& node, size_t index) {
 }
 
 Status Loader::resolve_parents() {
-  for (size_t i = 0; i < set_.rules.size(); ++i) {
-    Rule& r = set_.rules[i];
-    if (r.parent.empty()) continue;
-    auto it = index_by_name_.find(r.parent);
-    if (it == index_by_name_.end())
-      return msg_.at(parent_lines_[i], "rule " + quoted(r.name) + ": unknown parent " +
-                                           quoted(r.parent) + " (no rule has that name)");
-    r.parent_index = int(it->second);
-    if (Status s = check_parent(i); !s) return s;
-  }
-  if (Status s = check_cycles(); !s) return s;
-  return check_chain_depth();
-}
-
-// Hierarchy shapes the pipeline supports: a meter colours packets rather than admitting them,
-// so it cannot sit in a chain; a shaper delays packets, so it may only be a chain's top.
-Status Loader::check_parent(size_t child) const {
-  const Rule& r = set_.rules[child];
-  const Rule& p = set_.rules[size_t(r.parent_index)];
-  std::string who = "rule " + quoted(r.name) + ": ";
-  int line = parent_lines_[child];
-  if (r.is_meter()) return msg_.at(line, who + "meter rules (srtcm, trtcm) cannot have a parent");
-  if (r.algorithm == Algorithm::leaky_bucket)
-    return msg_.at(line, who +
-                             "leaky-bucket rules cannot have a parent (shaping happens only "
-                             "at the top of a hierarchy)");
-  if (p.is_meter())
-    return msg_.at(line, who + "parent " + quoted(p.name) + " is a " + algorithm_name(p.algorithm) +
-                             " meter; meters cannot be parents");
-  return Ok{};
-}
-
-// Reports the first rule (in file order) that lies on a cycle, with the cycle spelled out.
-Status Loader::check_cycles() const {
-  const std::vector<Rule>& rules = set_.rules;
-  for (size_t start = 0; start < rules.size(); ++start) {
-    int at = rules[start].parent_index;
-    std::string path = rules[start].name;
-    for (size_t steps = 0; at >= 0 && steps < rules.size(); ++steps) {
-      path += " -> " + rules[size_t(at)].name;
-      if (size_t(at) == start)
-        return msg_.at(parent_lines_[start],
-                       "rule " + quoted(rules[start].name) + ": parent cycle " + path);
-      at = rules[size_t(at)].parent_index;
-    }
-  }
-  return Ok{};
-}
-
-// Reports the first rule (in file order) charged along more than kMaxParentChain rules, at its
-// parent field. Runs after check_cycles, so every chain ends.
-Status Loader::check_chain_depth() const {
-  const std::vector<Rule>& rules = set_.rules;
-  for (size_t start = 0; start < rules.size(); ++start) {
-    size_t depth = 1;
-    std::string path = rules[start].name;
-    for (int at = rules[start].parent_index; at >= 0; at = rules[size_t(at)].parent_index) {
-      if (++depth > kMaxParentChain) {
-        path += " -> ...";
-        return msg_.at(parent_lines_[start],
-                       "rule " + quoted(rules[start].name) + ": parent chain " + path +
-                           " is more than " + std::to_string(kMaxParentChain) +
-                           " rules deep (the most a packet is charged along)");
-      }
-      path += " -> " + rules[size_t(at)].name;
-    }
-  }
-  return Ok{};
+  return link_rules(set_, [this](size_t i, const std::string& m) { return msg_.at(parent_lines_[i], m); });
 }
 
 // The whole of `path` up to `limit` bytes (one more, to tell a file at the limit from a larger
@@ -238,6 +173,88 @@ int read_file(const std::string& path, size_t limit, std::string* text) {
 
 }  // namespace
 
+
+// ---------------------------------------------------------------------------------------
+// Checks across rules, on the structs: the loader's last step, and what an edit of a running
+// set re-checks (rule_edits.cpp). Each walk builds its message only when it fails.
+
+namespace {
+
+// Hierarchy shapes the pipeline supports: a meter colours packets rather than admitting them,
+// so it cannot sit in a chain; a shaper delays packets, so it may only be a chain's top.
+std::string parent_shape_error(const Rule& r, const Rule& p) {
+  const std::string who = "rule " + quoted(r.name) + ": ";
+  if (r.is_meter()) return who + "meter rules (srtcm, trtcm) cannot have a parent";
+  if (r.algorithm == Algorithm::leaky_bucket)
+    return who +
+           "leaky-bucket rules cannot have a parent (shaping happens only at the top of a "
+           "hierarchy)";
+  if (p.is_meter())
+    return who + "parent " + quoted(p.name) + " is a " + algorithm_name(p.algorithm) +
+           " meter; meters cannot be parents";
+  return {};
+}
+
+}  // namespace
+
+Status link_rules(RuleSet& set, const std::function<Error(size_t, const std::string&)>& error) {
+  std::vector<Rule>& rules = set.rules;
+  bool any_parent = false;
+  for (const Rule& r : rules) any_parent = any_parent || !r.parent.empty();
+  if (!any_parent) {
+    for (Rule& r : rules) r.parent_index = -1;
+    return Ok{};
+  }
+  std::unordered_map<std::string_view, size_t> index_by_name;
+  index_by_name.reserve(rules.size());
+  for (size_t i = 0; i < rules.size(); ++i) index_by_name.emplace(rules[i].name, i);
+  for (size_t i = 0; i < rules.size(); ++i) {
+    Rule& r = rules[i];
+    r.parent_index = -1;
+    if (r.parent.empty()) continue;
+    auto it = index_by_name.find(r.parent);
+    if (it == index_by_name.end())
+      return error(i, "rule " + quoted(r.name) + ": unknown parent " + quoted(r.parent) +
+                          " (no rule has that name)");
+    r.parent_index = int(it->second);
+    if (std::string why = parent_shape_error(r, rules[it->second]); !why.empty())
+      return error(i, why);
+  }
+  // Cycles: the first rule (in file order) that lies on one, with the cycle spelled out.
+  for (size_t start = 0; start < rules.size(); ++start) {
+    int at = rules[start].parent_index;
+    size_t steps = 0;
+    for (; at >= 0 && size_t(at) != start && steps < rules.size(); ++steps)
+      at = rules[size_t(at)].parent_index;
+    if (at < 0 || size_t(at) != start) continue;
+    std::string path = rules[start].name;
+    at = rules[start].parent_index;
+    for (;; at = rules[size_t(at)].parent_index) {
+      path += " -> " + rules[size_t(at)].name;
+      if (size_t(at) == start) break;
+    }
+    return error(start, "rule " + quoted(rules[start].name) + ": parent cycle " + path);
+  }
+  // Chains: the first rule (in file order) charged along more than kMaxParentChain rules.
+  // After the cycle check, so every chain ends.
+  for (size_t start = 0; start < rules.size(); ++start) {
+    size_t depth = 1;
+    for (int at = rules[start].parent_index; at >= 0 && depth <= kMaxParentChain;
+         at = rules[size_t(at)].parent_index)
+      ++depth;
+    if (depth <= kMaxParentChain) continue;
+    std::string path = rules[start].name;
+    size_t shown = 1;
+    for (int at = rules[start].parent_index; at >= 0 && ++shown <= kMaxParentChain;
+         at = rules[size_t(at)].parent_index)
+      path += " -> " + rules[size_t(at)].name;
+    return error(start, "rule " + quoted(rules[start].name) + ": parent chain " + path +
+                            " -> ... is more than " + std::to_string(kMaxParentChain) +
+                            " rules deep (the most a packet is charged along)");
+  }
+  return Ok{};
+}
+
 // ---------------------------------------------------------------------------------------
 // Public entry points.
 
@@ -245,7 +262,22 @@ Result<RuleSet> load_rules_text(std::string_view text, std::string_view name) {
   // libfyaml is C; what can throw is our own allocation (or one inside the standard library).
   std::string file(name);
   try {
-    return Loader(file).load(text);
+    return Loader(file, true).load(text);
+  } catch (const std::bad_alloc&) {
+    return make_error(file + ": out of memory while loading the rules");
+  } catch (const std::exception& e) {
+    return invalid_input(file + ": " + e.what());
+  }
+}
+
+Result<RuleSet> load_rules_text_unlinked(std::string_view text, std::string_view name,
+                                         std::vector<int>* parent_lines) {
+  std::string file(name);
+  try {
+    Loader loader(file, false);
+    Result<RuleSet> set = loader.load(text);
+    if (set && parent_lines) *parent_lines = loader.take_parent_lines();
+    return set;
   } catch (const std::bad_alloc&) {
     return make_error(file + ": out of memory while loading the rules");
   } catch (const std::exception& e) {

@@ -8,8 +8,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "result.hpp"
 #include "rules.hpp"
@@ -34,6 +36,20 @@ Result<RuleSet> load_rules_file(const std::string& path);
 // Parses rules text; `name` is only used to prefix messages. Never throws; for any input it
 // returns a RuleSet or an error (the fuzz target's entry point).
 Result<RuleSet> load_rules_text(std::string_view text, std::string_view name);
+
+// The loader in two halves, for rule sets edited in memory (`sluicectl rule add/set/del`,
+// dataplane/servers/rule_edits.hpp), which re-read only the rules that change:
+//  - load_rules_text_unlinked: every check of load_rules_text but those across rules' parents
+//    (names are still unique within the text), parent_index left -1, so that a rule may name
+//    one that is not in the text; *parent_lines gets each rule's "parent" line (0: none).
+//  - link_rules: the checks across rules, on the structs: every parent known (parent_index
+//    resolved), hierarchy shapes, no cycle, chains at most kMaxParentChain deep.
+//    `error(i, message)` makes the error about rule i's parent field (load_rules_text:
+//    "FILE:LINE: message" at its line).
+// load_rules_text is the first followed by the second.
+Result<RuleSet> load_rules_text_unlinked(std::string_view text, std::string_view name,
+                                         std::vector<int>* parent_lines);
+Status link_rules(RuleSet& set, const std::function<Error(size_t, const std::string&)>& error);
 
 // Writes a rules file that loads back to an equal RuleSet (every field except Rule::line,
 // which becomes the line in the new text). Rates are written as pps or bit/s.

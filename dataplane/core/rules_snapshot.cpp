@@ -110,6 +110,14 @@ bool profile_changed(Algorithm a, const RuleProfiles& x, const RuleProfiles& y) 
   return true;
 }
 
+// The fields compile_profile reads: equal ones compile to the same profile.
+bool same_profile_fields(const Rule& a, const Rule& b) {
+  return a.algorithm == b.algorithm && a.rate == b.rate && a.burst == b.burst &&
+         a.excess_burst == b.excess_burst && a.peak_rate == b.peak_rate &&
+         a.peak_burst == b.peak_burst && a.window_ns == b.window_ns && a.limit == b.limit &&
+         a.limit_unit == b.limit_unit && a.max_delay_ns == b.max_delay_ns;
+}
+
 std::string duration_text(uint64_t ns) {
   if (ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
   if (ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
@@ -176,6 +184,10 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
   if (opts.stale_read_tolerance_ns > kMaxDelayNs)
     return invalid_input("stale-read tolerance must be at most 60 s");
   snap->compiled.resize(rs.size());
+  snap->states.reserve(rs.size());
+  // Each rule's place in `prev`, by name (-1: new).
+  const std::vector<int> prev_at =
+      prev ? positions_by_name(prev->rules, snap->rules) : std::vector<int>(rs.size(), -1);
   // Compile everything first: an error here must leave no state behind.
   for (size_t i = 0; i < rs.size(); ++i) {
     CompiledRule& cr = snap->compiled[i];
@@ -186,10 +198,15 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     cr.key_prefix_len = rs[i].key_prefix_len;
     cr.cost_in_packets = rs[i].cost_unit() == CostUnit::packets;
     cr.overhead_bytes = rs[i].overhead_bytes;
-    if (Status s = compile_profile(rs[i], cr.p); !s)
-      return invalid_input("rule \"" + rs[i].name + "\": " + s.error().message);
-    for (sl_rate_profile* p : {&cr.p.rate, &cr.p.shaper.rate, &cr.p.meter.committed, &cr.p.meter.peak})
-      set_stale_read_tolerance(*p, opts.stale_read_tolerance_ns);
+    if (prev_at[i] >= 0 && same_profile_fields(prev->rules.rules[size_t(prev_at[i])], rs[i])) {
+      // Compiled before from the same fields, with the same options.
+      cr.p = prev->compiled[size_t(prev_at[i])].p;
+    } else {
+      if (Status s = compile_profile(rs[i], cr.p); !s)
+        return invalid_input("rule \"" + rs[i].name + "\": " + s.error().message);
+      for (sl_rate_profile* p : {&cr.p.rate, &cr.p.shaper.rate, &cr.p.meter.committed, &cr.p.meter.peak})
+        set_stale_read_tolerance(*p, opts.stale_read_tolerance_ns);
+    }
     for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
       if (cr.chain_len == kMaxChain)
         return invalid_input("rule \"" + rs[i].name + "\": parent chain deeper than " +
@@ -209,17 +226,14 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
 
   // States: kept by name and identity, or new. New ones take counter slots, given back if
   // anything below fails.
-  std::map<std::string, size_t> prev_at;
-  if (prev)
-    for (size_t j = 0; j < prev->rules.rules.size(); ++j) prev_at.emplace(prev->rules.rules[j].name, j);
   std::vector<bool> prev_kept(prev ? prev->compiled.size() : 0, false);
   std::vector<uint32_t> taken;
   const uint64_t first_id = *ctx.next_state_id;
   for (size_t i = 0; i < rs.size(); ++i) {
     CompiledRule& cr = snap->compiled[i];
     std::shared_ptr<RuleState> st;
-    if (auto it = prev_at.find(rs[i].name); it != prev_at.end()) {
-      const size_t j = it->second;
+    if (prev_at[i] >= 0) {
+      const size_t j = size_t(prev_at[i]);
       if (same_state_identity(prev->rules.rules[j], rs[i])) {
         st = prev->states[j];
         prev_kept[j] = true;

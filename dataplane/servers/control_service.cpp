@@ -71,16 +71,16 @@ std::string ControlService::execute(const wire::Request& r) {
 std::string ControlService::with_target(const wire::Request& r) {
   std::lock_guard lock(target_mu_);
   RulesTarget* const target = target_.load();
-  const RuleSet running = target ? target->rules() : startup_rules_;
+  // The running rules are copied only for the reads that need them (writes take their own).
+  auto running = [&] { return target ? target->rules() : startup_rules_; };
   const uint64_t generation = target ? target->generation() : 0;
   switch (r.op) {
     case Op::rules:
-      return wire::encode_result(r.id, {{"rules", dump_rules_yaml(running)}, {"generation", generation}});
+      return wire::encode_result(r.id, {{"rules", dump_rules_yaml(running())}, {"generation", generation}});
     case Op::config_diff: {
       auto next = load_rules_text(r.text, r.filename);
       if (!next) return error(r, wire::ErrorKind::invalid, next.error().message);
-      return wire::encode_result(r.id, {{"diff", wire::diff_to_json(diff_rules(running, *next))},
-                                        {"generation", generation}});
+      return wire::encode_diff_result(r.id, diff_rules(running(), *next), generation);
     }
     case Op::flows_top: {
       if (target == nullptr)
@@ -121,8 +121,7 @@ std::string ControlService::write(const wire::Request& r, RulesTarget* target) {
   if (!next) return error(r, wire::ErrorKind::invalid, next.error().message);
   auto applied = target->apply(std::move(next).value());
   if (!applied) return error(r, wire::ErrorKind::runtime, applied.error().message);
-  return wire::encode_result(r.id, {{"diff", wire::diff_to_json(*applied)},
-                                    {"generation", target->generation()}});
+  return wire::encode_diff_result(r.id, *applied, target->generation());
 }
 
 }  // namespace sluice

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "rules_loader.hpp"
@@ -37,32 +40,18 @@ bool is_content(const std::string& line) {
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
-// A rules text as one rules file: the running rules (each its dump_rule_yaml block), then the
-// client's rule lines, re-indented as items of the same list. Remembers which line is whose.
+// The client's rules (or the one edited rule) as a rules file of their own: `rules:`, then
+// the lines taken, re-indented as items of its list. Remembers how its lines map back to the
+// client's. The running rules are not in it: they are valid already, and the new ones are
+// checked against them on the structs (link_rules), so an edit reads only what changes.
 struct Combined {
   std::string text = "rules:\n";
   int next_line = 2;
-  struct Block {
-    int first_line, last_line;
-    std::string rule;  // empty: the client's text
-  };
-  std::vector<Block> blocks;
   int client_first_line = 0;  // the combined line of the client's first line taken
   int client_offset = 0;      // client line = combined line - client_offset
 
-  void add_rule(const Rule& r, const std::string& yaml) {
-    const int lines = int(std::count(yaml.begin(), yaml.end(), '\n'));
-    blocks.push_back({next_line, next_line + lines - 1, r.name});
-    text += yaml;
-    next_line += lines;
-  }
-  void add_rules(const RuleSet& set, const std::string& edited = "",
-                 const std::string& edited_yaml = "") {
-    for (const Rule& r : set.rules) add_rule(r, r.name == edited ? edited_yaml : dump_rule_yaml(r));
-  }
-
-  // "FILE:LINE: message" from loading text under `filename`: back to the client's line, or
-  // to the rule whose block holds it.
+  // The message of loading text under `filename` with its file name taken off: "LINE: what"
+  // when the line is the client's (`client_filename` non-empty), else "what".
   std::string explain(const std::string& message, const std::string& filename,
                       const std::string& client_filename) const {
     const std::string prefix = filename + ":";
@@ -71,14 +60,19 @@ struct Combined {
     int line = 0;
     while (at < message.size() && std::isdigit(static_cast<unsigned char>(message[at])))
       line = line * 10 + (message[at++] - '0');
-    if (line == 0 || message.compare(at, 2, ": ") != 0) return message;
+    if (line == 0) {  // "FILE: message": the text as a whole
+      at = prefix.size();
+      while (at < message.size() && message[at] == ' ') ++at;
+      return client_filename.empty() ? message.substr(at) : client_filename + ": " + message.substr(at);
+    }
+    if (message.compare(at, 2, ": ") != 0) return message;
     const std::string what = message.substr(at + 2);
-    if (client_first_line != 0 && line >= client_first_line)
-      return client_filename + ":" + std::to_string(line - client_offset) + ": " + what;
-    for (const Block& b : blocks)
-      if (line >= b.first_line && line <= b.last_line)
-        return "rule " + quoted(b.rule) + " (running): " + what;
+    if (!client_filename.empty() && client_first_line != 0 && line >= client_first_line)
+      return at_client_line(client_filename, line, what);
     return what;
+  }
+  std::string at_client_line(const std::string& client_filename, int line, const std::string& what) const {
+    return client_filename + ":" + std::to_string(line - client_offset) + ": " + what;
   }
 };
 
@@ -129,7 +123,7 @@ Status take_client_rules(const std::string& text, const std::string& filename, C
   for (size_t i = first; i < lines.size(); ++i) {
     std::string l = lines[i];
     if (is_list) {
-      // Items at indent 2, as the running rules are.
+      // Items at indent 2, as a rules file's are.
       const size_t strip = std::min(indent_of(l), item_indent);
       l = std::string(2, ' ') + l.substr(strip);
     } else {
@@ -142,20 +136,10 @@ Status take_client_rules(const std::string& text, const std::string& filename, C
   return Ok{};
 }
 
-// The set `text` loads to, with the running default action; errors explained.
-Result<RuleSet> load_combined(const Combined& c, const Action& default_action,
-                              const std::string& client_filename) {
-  auto loaded = load_rules_text(c.text, kCombinedName);
-  if (!loaded) return make_error(c.explain(loaded.error().message, kCombinedName, client_filename));
-  loaded->default_action = default_action;
-  return loaded;
-}
-
-// A set whose rules moved: parent indices resolved again by the loader.
-Result<RuleSet> reload(const RuleSet& set) {
-  Combined c;
-  c.add_rules(set);
-  return load_combined(c, set.default_action, "");
+// The running rules with parents resolved again (after rules moved or went), or the first
+// error across them; `where(i)` names rule i in a message.
+Status relink(RuleSet& set, const std::function<std::string(size_t, const std::string&)>& where) {
+  return link_rules(set, [&](size_t i, const std::string& m) { return invalid_input(where(i, m)); });
 }
 
 bool field_name_ok(const std::string& f) {
@@ -185,19 +169,49 @@ Result<RuleSet> add_rules(const RuleSet& current, const std::string& text,
   if (!before.empty() && find_rule(current, before) == nullptr)
     return make_error("rule add --before " + quoted(before) + ": no rule of that name runs");
   Combined c;
-  c.add_rules(current);
   if (Status s = take_client_rules(text, filename, &c); !s) return s.error();
-  auto next = load_combined(c, current.default_action, filename);
-  if (!next) return next.error();
-  if (next->rules.size() <= current.rules.size()) return make_error(filename + ": no rule to add");
-  if (before.empty()) return next;
-  // Move the new rules (the tail) before `before`.
-  std::vector<Rule> added(next->rules.begin() + long(current.rules.size()), next->rules.end());
-  next->rules.resize(current.rules.size());
-  auto at = std::find_if(next->rules.begin(), next->rules.end(),
-                         [&](const Rule& r) { return r.name == before; });
-  next->rules.insert(at, added.begin(), added.end());
-  return reload(*next);
+  std::vector<int> parent_lines;
+  auto added = load_rules_text_unlinked(c.text, kCombinedName, &parent_lines);
+  if (!added) return invalid_input(c.explain(added.error().message, kCombinedName, filename));
+  if (added->rules.empty()) return make_error(filename + ": no rule to add");
+  if (current.rules.size() + added->rules.size() > kMaxRules)
+    return invalid_input(filename + ": " + std::to_string(added->rules.size()) +
+                         " more rules would run " +
+                         std::to_string(current.rules.size() + added->rules.size()) +
+                         ", more than the " + std::to_string(kMaxRules) + " a rule set holds");
+  // Names: unique within the text (the loader), and against the running rules here.
+  std::unordered_map<std::string_view, size_t> running;
+  running.reserve(current.rules.size());
+  for (size_t i = 0; i < current.rules.size(); ++i) running.emplace(current.rules[i].name, i);
+  for (const Rule& r : added->rules)
+    if (running.count(r.name))
+      return invalid_input(c.at_client_line(filename, r.line, "rule " + quoted(r.name) +
+                                                                  ": duplicate name (a running rule has it)"));
+  // The new rules at the end, or before `before`; parents resolved across the whole set.
+  RuleSet next;
+  next.default_action = current.default_action;
+  next.rules.reserve(current.rules.size() + added->rules.size());
+  size_t first_added = current.rules.size();
+  for (const Rule& r : current.rules) {
+    if (!before.empty() && r.name == before) {
+      first_added = next.rules.size();
+      for (Rule& a : added->rules) next.rules.push_back(std::move(a));
+    }
+    next.rules.push_back(r);
+  }
+  if (before.empty())
+    for (Rule& a : added->rules) next.rules.push_back(std::move(a));
+  const size_t added_count = parent_lines.size();
+  Status linked = relink(next, [&](size_t i, const std::string& m) {
+    if (i >= first_added && i < first_added + added_count)
+      return c.at_client_line(filename, parent_lines[i - first_added], m);
+    return "rule " + quoted(next.rules[i].name) + " (running): " + m;
+  });
+  if (!linked) return linked.error();
+  // The client's rules carry the client's lines, for later messages.
+  for (size_t i = first_added; i < first_added + added_count; ++i)
+    next.rules[i].line -= c.client_offset;
+  return next;
 }
 
 Result<RuleSet> set_rule_fields(const RuleSet& current, const std::string& name,
@@ -229,18 +243,22 @@ Result<RuleSet> set_rule_fields(const RuleSet& current, const std::string& name,
     if (value) kept.push_back("    " + field + ": " + *value);
     lines = std::move(kept);
   }
-  std::string yaml;
-  for (const std::string& l : lines) yaml += l + "\n";
+  // The edited rule alone through the loader (a rules file of one rule), then in place of
+  // the running one, checked across the set on the structs.
   Combined c;
-  c.add_rules(current, name, yaml);
-  auto next = load_rules_text(c.text, kCombinedName);
-  if (!next) {
-    std::string why = c.explain(next.error().message, kCombinedName, "");
-    const std::string running = "rule " + quoted(name) + " (running): ";
-    if (why.rfind(running, 0) == 0) why = why.substr(running.size());
-    return make_error(who + why);
-  }
-  next->default_action = current.default_action;
+  for (const std::string& l : lines) c.text += l + "\n";
+  auto edited = load_rules_text_unlinked(c.text, kCombinedName, nullptr);
+  if (!edited) return make_error(who + c.explain(edited.error().message, kCombinedName, ""),
+                                 edited.error().kind);
+  if (edited->rules.size() != 1) return make_error(who + "the edit did not leave one rule");
+  const size_t at = size_t(rule - current.rules.data());
+  RuleSet next = current;
+  edited->rules[0].line = next.rules[at].line;
+  next.rules[at] = std::move(edited->rules[0]);
+  Status linked = relink(next, [&](size_t i, const std::string& m) {
+    return i == at ? who + m : who + "rule " + quoted(next.rules[i].name) + " (running): " + m;
+  });
+  if (!linked) return linked.error();
   return next;
 }
 
@@ -251,12 +269,16 @@ Result<RuleSet> delete_rule(const RuleSet& current, const std::string& name) {
     if (r.parent == name)
       return make_error("rule del " + name + ": rule " + quoted(r.name) +
                         " names it as its parent; delete that rule or change its parent first");
-  RuleSet next = current;
-  next.rules.erase(std::remove_if(next.rules.begin(), next.rules.end(),
-                                  [&](const Rule& r) { return r.name == name; }),
-                   next.rules.end());
-  if (next.rules.empty()) return next;
-  return reload(next);
+  RuleSet next;
+  next.default_action = current.default_action;
+  next.rules.reserve(current.rules.size());
+  for (const Rule& r : current.rules)
+    if (r.name != name) next.rules.push_back(r);
+  Status linked = relink(next, [&](size_t i, const std::string& m) {
+    return "rule del " + name + ": rule " + quoted(next.rules[i].name) + " (running): " + m;
+  });
+  if (!linked) return linked.error();
+  return next;
 }
 
 }  // namespace sluice

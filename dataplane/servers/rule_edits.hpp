@@ -1,12 +1,14 @@
 // The edits `sluicectl rule add/set/del` make to a running rule set, as pure functions: each
-// builds the next RuleSet from the current one and validates the whole of it with the rules
-// loader (so an edit is held to exactly what a rules file is: names, units, parents, cycles),
-// or says what is wrong and changes nothing. Errors in text the client sent carry its
-// file:line; errors that only the combination shows name the rule.
+// builds the next RuleSet from the current one, held to exactly what a rules file is (names,
+// units, parents, cycles), or says what is wrong and changes nothing. Errors in text the
+// client sent carry its file:line; errors that only the combination shows name the rule.
 //
-// How: the running rules are dumped as a rules file (dump_rule_yaml) and the client's rules
-// appended to the same `rules:` list, line for line, so the loader's line numbers map back to
-// the client's file. A new rule may thus name a running rule as its parent.
+// How: only what changes goes through the rules loader (the client's rules, or the one edited
+// rule written out with dump_rule_yaml and its fields replaced), without the loader's checks
+// across rules (load_rules_text_unlinked); those then run on the structs of the whole next set
+// (names against the running rules, link_rules for parents, cycles and chain depth). A change
+// of one rule among 1,000 thus reads one rule, not the file. A new rule may name a running
+// rule as its parent.
 #pragma once
 
 #include <map>

@@ -247,8 +247,13 @@ std::string encode_error(const ErrorReply& e) {
                     {"error", {{"kind", error_kind_name(e.kind)}, {"message", e.message}}}});
 }
 
-std::string encode_result(uint64_t id, const json& result) {
-  return dump_json({{"version", kProtocolVersion}, {"id", id}, {"ok", true}, {"result", result}});
+std::string encode_result(uint64_t id, json result) {
+  json doc = json::object();
+  doc["version"] = kProtocolVersion;
+  doc["id"] = id;
+  doc["ok"] = true;
+  doc["result"] = std::move(result);
+  return dump_json(doc);
 }
 
 Result<Reply> decode_reply(std::string_view body) {
@@ -308,6 +313,71 @@ json diff_to_json(const RulesDiff& diff) {
                      {"fields", c.fields},
                      {"keeps_state", c.keeps_state}});
   return {{"rules", rules}, {"default_changed", diff.default_changed}};
+}
+
+namespace {
+
+// s as a JSON string, as dump_json writes it: printable ASCII as is, quotes, backslashes and
+// control characters escaped; anything else (non-ASCII, which dump_json validates as UTF-8)
+// through dump_json itself.
+void append_json_string(std::string& out, const std::string& s) {
+  static const char kHex[] = "0123456789abcdef";
+  for (unsigned char c : s)
+    if (c >= 0x80) {
+      out += dump_json(json(s));
+      return;
+    }
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        } else {
+          out += char(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+std::string encode_diff_result(uint64_t id, const RulesDiff& diff, uint64_t generation) {
+  // Keys in the order dump_json writes them (sorted: nlohmann's objects are std::maps).
+  std::string out;
+  out.reserve(96 + diff.rules.size() * 72);
+  out += "{\"id\":" + std::to_string(id) + ",\"ok\":true,\"result\":{\"diff\":{\"default_changed\":";
+  out += diff.default_changed ? "true" : "false";
+  out += ",\"rules\":[";
+  bool first = true;
+  for (const RuleChange& c : diff.rules) {
+    out += first ? "{\"fields\":[" : ",{\"fields\":[";
+    first = false;
+    for (size_t i = 0; i < c.fields.size(); ++i) {
+      if (i) out += ',';
+      append_json_string(out, c.fields[i]);
+    }
+    out += "],\"keeps_state\":";
+    out += c.keeps_state ? "true" : "false";
+    out += ",\"kind\":\"";
+    out += change_kind_name(c.kind);
+    out += "\",\"name\":";
+    append_json_string(out, c.name);
+    out += '}';
+  }
+  out += "]},\"generation\":" + std::to_string(generation) + "},\"version\":" +
+         std::to_string(kProtocolVersion) + "}";
+  return out;
 }
 
 Result<RulesDiff> diff_from_json(const json& j) {

@@ -229,6 +229,32 @@ TEST(ControlMessages, ADiffRoundTrips) {
   EXPECT_FALSE(diff_from_json(nlohmann::json::parse("{\"rules\":[{\"name\":1}],\"default_changed\":false}")));
 }
 
+// A write's reply is written straight from the diff (encode_diff_result); it must be the very
+// text the generic path writes, whatever the names hold (quotes, control bytes, UTF-8, bytes
+// that are no UTF-8) and however many rules and fields there are.
+TEST(ControlMessages, ADiffReplyIsTheTextTheGenericEncoderWrites) {
+  for (bool default_changed : {false, true}) {
+    RulesDiff d;
+    d.default_changed = default_changed;
+    EXPECT_EQ(encode_diff_result(7, d, 0), encode_result(7, {{"diff", diff_to_json(d)}, {"generation", 0}}));
+    d.rules = {{"a", RuleChangeKind::added, {}, false},
+               {"b\"q\\s/\x01\x1f\x7f\t\n", RuleChangeKind::changed, {"rate", "burst", "position"}, true},
+               {"caf\xc3\xa9", RuleChangeKind::unchanged, {}, true},
+               {"bad\xff\xfe", RuleChangeKind::removed, {}, false},
+               {"", RuleChangeKind::changed, {"match"}, false}};
+    for (int i = 0; i < 1000; ++i)
+      d.rules.push_back({"r" + std::to_string(i), RuleChangeKind::changed, {"rate"}, true});
+    const std::string fast = encode_diff_result(18446744073709551615ull, d, 12345);
+    EXPECT_EQ(fast, encode_result(18446744073709551615ull,
+                                  {{"diff", diff_to_json(d)}, {"generation", 12345}}));
+    auto reply = decode_reply(fast);
+    ASSERT_TRUE(reply) << reply.error().message;
+    auto back = diff_from_json(reply->result["diff"]);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(back->rules.size(), d.rules.size());
+  }
+}
+
 // Not a fuzzer (issue 13 adds libFuzzer targets), but every decoder sees random and mutated
 // input here on each run: no crash, no exception, and an error or a request each time.
 TEST(ControlMessages, RandomAndMutatedInputNeverCrashesADecoder) {
