@@ -56,15 +56,19 @@ __attribute__((noinline)) int sl_refund_at(const struct sl_frame *f, __u32 at, _
   struct sl_xdp_rule *r;
   struct sl_bucket *b;
   struct sl_flow_key key;
+  __u32 state;
+  void *table;
   if (!f) return 0;
   r = bpf_map_lookup_elem(&sl_rules, &at);
   if (!r) return 0;
+  state = r->state;
   if (r->key_mode == SL_KEY_NONE) {
-    __u32 state = r->state;
     b = bpf_map_lookup_elem(&sl_aggregates, &state);
   } else {
+    table = bpf_map_lookup_elem(&sl_flow_tables, &state);
+    if (!table) return 0;
     sl_flow_key_of(f, r, &key);
-    b = bpf_map_lookup_elem(&sl_flows, &key);
+    b = bpf_map_lookup_elem(table, &key);
   }
   if (b) sl_refund(r, b, now_ns, sl_cost(r, f->len));
   return 0;

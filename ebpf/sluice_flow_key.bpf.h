@@ -74,8 +74,6 @@ static __always_inline void sl_flow_key_of(const struct sl_frame *f, const struc
       break;
     default: break;
   }
-  k->state = r->state;
-  k->reserved = 0;
   k->w[0] = meta;
   if (f->ip_version == 6) {
     k->w[1] = src.a, k->w[2] = src.b, k->w[3] = dst.a, k->w[4] = dst.b;

@@ -78,7 +78,7 @@ typedef int32_t sl_s32;
 #define SL_XDP_MAX_INGRESS_PORTS 1024
 /* Interfaces given an ingress port id (map sl_ifport; an unlisted one is port 0). */
 #define SL_XDP_MAX_IFACES 64
-/* Default size of the per-flow LRU table (all keyed rules share it). */
+/* Flows of a keyed rule without max-flows (the DPDK backend's default_max_flows). */
 #define SL_XDP_DEFAULT_FLOWS 65536
 
 /* Pins: SL_XDP_PIN_ROOT/IFACE/<map name>, the map names being those of sluice.bpf.c. */
@@ -183,18 +183,28 @@ struct sl_xdp_bank {
   sl_u16 field_mask; /* enum sl_field_bit */
 };
 
-/* Map sl_flows (LRU hash) key: the rule's state slot and the flow key words of its key mode, laid out as
- * the core's FlowKey (flow_key.hpp): w[0] = mode | IP version << 8 | prefix bits << 16 |
- * proto << 24 | src port << 32 | dst port << 48; IPv4 w[1] = src | dst << 32; IPv6 w[1..2] src,
- * w[3..4] dst (addresses as loaded little-endian from the wire). */
+/*
+ * Flow tables. Every keyed rule has a table of its own (as on the DPDK backend): an LRU hash
+ * of at most the rule's max-flows entries, created by the loader when the rule gets its state
+ * slot and held in sl_flow_tables (an array of maps) at that slot, so one rule's flood evicts
+ * only its own flows and a rule set switch keeps the table of every kept rule. A new flow in a
+ * full table takes the least recently used entry (the kernel's LRU choice); if the table
+ * refuses the insert, the packet gets the rule's overflow action. The LRU evicts silently, so
+ * the program counts the flows it creates (sl_slot_counters.flows_created) and user space
+ * derives flows_evicted = flows created - flows in the table (the loader itself never deletes
+ * a flow from a kept rule's table).
+ *
+ * Key: the flow key words of the rule's key mode, laid out as the core's FlowKey
+ * (flow_key.hpp): w[0] = mode | IP version << 8 | prefix bits << 16 | proto << 24 | src port
+ * << 32 | dst port << 48; IPv4 w[1] = src | dst << 32; IPv6 w[1..2] src, w[3..4] dst
+ * (addresses as loaded little-endian from the wire); unused words zero.
+ */
 #define SL_FLOW_KEY_WORDS 5
 struct sl_flow_key {
-  sl_u32 state;
-  sl_u32 reserved;
   sl_u64 w[SL_FLOW_KEY_WORDS];
 };
 
-/* A bucket (value of sl_flows, and of sl_aggregates by state slot). */
+/* A bucket (value of a flow table, and of sl_aggregates by state slot). */
 struct sl_bucket {
   sl_u64 seq;                /* 0: never initialised; odd: a writer is inside (see above) */
   sl_u64 w0;                 /* the bucket word; meters: sl_meter_state.e0 */
@@ -228,6 +238,8 @@ struct sl_counter {
 };
 struct sl_slot_counters {
   struct sl_counter outcome[SL_OUTCOME_COUNT];
+  sl_u64 flows_created; /* flows inserted into the slot's flow table ("Flow tables") */
+  sl_u64 reserved;
 };
 
 #endif /* SLUICE_ABI_SLUICE_ABI_H */

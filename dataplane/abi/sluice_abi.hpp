@@ -29,12 +29,13 @@ static_assert(offsetof(sl_xdp_rule, prev) == 160 && offsetof(sl_xdp_rule, idle_t
               sizeof(sl_xdp_rule) == 384);
 static_assert(offsetof(sl_xdp_config, test_now_ns) == 8 && sizeof(sl_xdp_config) == 16);
 static_assert(sizeof(sl_xdp_bank) == 8);
-static_assert(offsetof(sl_flow_key, w) == 8 && sizeof(sl_flow_key) == 48);
+static_assert(sizeof(sl_flow_key) == 40);
 static_assert(sizeof(FlowKey::w) == sizeof(sl_flow_key::w), "the core's flow key words");
 static_assert(offsetof(sl_bucket, w0) == 8 && offsetof(sl_bucket, last_seen_ns) == 24 &&
               offsetof(sl_bucket, gen) == 32 && offsetof(sl_bucket, packets) == 40 &&
               sizeof(sl_bucket) == 56);
-static_assert(sizeof(sl_counter) == 16 && sizeof(sl_slot_counters) == 16 * SL_OUTCOME_COUNT);
+static_assert(sizeof(sl_counter) == 16 && sizeof(sl_slot_counters) == 16 * SL_OUTCOME_COUNT + 16 &&
+              offsetof(sl_slot_counters, flows_created) == 16 * SL_OUTCOME_COUNT);
 static_assert(SL_XDP_MAX_CHAIN == kMaxParentChain, "XDP charges the chains the loader accepts");
 static_assert(uint8_t(CostUnit::packets) == SL_COST_PACKETS &&
               uint8_t(CostUnit::bytes) == SL_COST_BYTES);

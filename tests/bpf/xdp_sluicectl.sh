@@ -50,7 +50,7 @@ Y
   it_fail "attach on a missing interface: want exit 2, got $(cat "$IT_DIR/err")"
 [ "$(status_of ctl xdp attach "$RX" --mode native --config "$IT_DIR/rules.yaml")" = 0 ] ||
   it_fail "xdp attach: $(cat "$IT_DIR/err")"
-[ -e "/sys/fs/bpf/sluice/$RX/sl_flows" ] || it_fail "no pinned maps after attach"
+[ -e "/sys/fs/bpf/sluice/$RX/sl_flow_tables" ] || it_fail "no pinned maps after attach"
 [ "$(status_of ctl xdp attach "$RX" --config "$IT_DIR/rules.yaml")" = 1 ] ||
   it_fail "a second attach: want exit 1, got $(cat "$IT_DIR/err")"
 grep -q "already attached" "$IT_DIR/err" || it_fail "second attach: $(cat "$IT_DIR/err")"
