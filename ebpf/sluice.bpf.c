@@ -55,7 +55,7 @@ __attribute__((noinline)) int sl_charge(const struct sl_frame *f, __u32 at, __u6
 __attribute__((noinline)) int sl_refund_at(const struct sl_frame *f, __u32 at, __u64 now_ns) {
   struct sl_xdp_rule *r;
   struct sl_bucket *b;
-  struct sl_flow_key key;
+  union sl_any_flow_key key;
   __u32 state;
   void *table;
   if (!f) return 0;
@@ -65,9 +65,8 @@ __attribute__((noinline)) int sl_refund_at(const struct sl_frame *f, __u32 at, _
   if (r->key_mode == SL_KEY_NONE) {
     b = bpf_map_lookup_elem(&sl_aggregates, &state);
   } else {
-    table = bpf_map_lookup_elem(&sl_flow_tables, &state);
+    table = sl_flow_table_of(r, f, &key);
     if (!table) return 0;
-    sl_flow_key_of(f, r, &key);
     b = bpf_map_lookup_elem(table, &key);
   }
   if (b) sl_refund(r, b, now_ns, sl_cost(r, f->len));

@@ -76,13 +76,27 @@ static __always_inline void sl_restart(const struct sl_xdp_rule *r, struct sl_bu
   __sync_fetch_and_add(&b->seq, 1);
 }
 
+/* The rule's flow table and the frame's key in it (a rule keyed by one address has the
+ * shorter key); NULL if the rule has no table. */
+static __always_inline void *sl_flow_table_of(const struct sl_xdp_rule *r,
+                                              const struct sl_frame *f,
+                                              union sl_any_flow_key *k) {
+  __u32 state = r->state;
+  if (sl_addr_key_mode(r->key_mode)) {
+    sl_addr_flow_key_of(f, r, &k->addr);
+    return bpf_map_lookup_elem(&sl_addr_flow_tables, &state);
+  }
+  sl_flow_key_of(f, r, &k->full);
+  return bpf_map_lookup_elem(&sl_flow_tables, &state);
+}
+
 /* The rule's bucket for this frame: its aggregate, or its flow's in the rule's own table
  * (created full on the flow's first packet). NULL if the rule has no table or it refuses an
  * insert, or (a race at an aggregate's very
  * first packet) another CPU's initialisation does not finish within SL_SEQ_TRIES reads. */
 static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *r,
                                                       const struct sl_frame *f, __u64 now_ns) {
-  struct sl_flow_key key;
+  union sl_any_flow_key key;
   struct sl_bucket *b;
   __u32 state = r->state;
   void *table;
@@ -97,9 +111,8 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
     }
     return b;
   }
-  table = bpf_map_lookup_elem(&sl_flow_tables, &state);
+  table = sl_flow_table_of(r, f, &key);
   if (!table) return 0;
-  sl_flow_key_of(f, r, &key);
   b = bpf_map_lookup_elem(table, &key);
   if (!b) {
     struct sl_bucket fresh = {};

@@ -29,14 +29,14 @@ Fd& Fd::operator=(Fd&& o) noexcept {
   return *this;
 }
 
-Status put_flow_table(int outer_fd, uint32_t slot, uint64_t max_flows) {
+Status put_flow_table(int outer_fd, uint32_t slot, uint64_t max_flows, uint32_t key_size) {
   if (max_flows == 0 || max_flows > kMaxFlowTableEntries)
     return make_error("an XDP flow table holds 1 to " + std::to_string(kMaxFlowTableEntries) +
                       " flows, not " + std::to_string(max_flows));
   // The sizes and flags of sl_flow_tables' template (sluice_maps.bpf.h): the kernel refuses
   // an inner map that differs in any of them.
-  Fd table(bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "sl_flows", sizeof(sl_flow_key),
-                          sizeof(sl_bucket), uint32_t(max_flows), nullptr));
+  Fd table(bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "sl_flows", key_size, sizeof(sl_bucket),
+                          uint32_t(max_flows), nullptr));
   if (!table)
     return os_error("creating an XDP flow table of " + std::to_string(max_flows) + " flows",
                     errno);
@@ -64,10 +64,27 @@ Result<Fd> open_flow_table(int outer_fd, uint32_t slot) {
   return table;
 }
 
-Result<TableFlows> read_flow_table(int table_fd) {
+sl_flow_key full_flow_key(const sl_addr_flow_key& k) {
+  sl_flow_key full{};
+  full.w[0] = k.w[0];
+  const unsigned mode = k.w[0] & 0xff, version = (k.w[0] >> 8) & 0xff;
+  const bool src = mode == SL_KEY_SRC_IP || mode == SL_KEY_SRC_PREFIX;
+  if (version == 6) {
+    full.w[src ? 1 : 3] = k.w[1];
+    full.w[src ? 2 : 4] = k.w[2];
+  } else {
+    full.w[1] = src ? k.w[1] : k.w[1] << 32;  // IPv4: src | dst << 32
+  }
+  return full;
+}
+
+Result<TableFlows> read_flow_table(int table_fd, uint32_t key_size) {
   constexpr uint32_t kBatch = 4096;  // entries per syscall; more than any hash bucket holds
+  if (key_size != sizeof(sl_flow_key) && key_size != sizeof(sl_addr_flow_key))
+    return make_error("no XDP flow table has keys of " + std::to_string(key_size) + " bytes");
   TableFlows out;
-  std::vector<sl_flow_key> keys(kBatch);
+  out.key_size = key_size;
+  std::vector<uint8_t> keys(size_t(kBatch) * key_size);
   std::vector<sl_bucket> values(kBatch);
   uint32_t token = 0;  // an LRU hash's batch position: a bucket index (4 bytes)
   bool first = true;
@@ -76,10 +93,21 @@ Result<TableFlows> read_flow_table(int table_fd) {
     const int err = bpf_map_lookup_batch(table_fd, first ? nullptr : &token, &token, keys.data(),
                                          values.data(), &count, nullptr);
     if (err && err != -ENOENT) return os_error("reading an XDP flow table", err);
-    out.keys.insert(out.keys.end(), keys.begin(), keys.begin() + count);
+    out.raw_keys.insert(out.raw_keys.end(), keys.begin(), keys.begin() + size_t(count) * key_size);
     out.buckets.insert(out.buckets.end(), values.begin(), values.begin() + count);
     if (err == -ENOENT) break;  // the end of the table
     first = false;
+  }
+  const size_t n = out.buckets.size();
+  out.keys.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (key_size == sizeof(sl_flow_key)) {
+      std::memcpy(&out.keys[i], out.raw_key(i), sizeof(sl_flow_key));
+    } else {
+      sl_addr_flow_key k;
+      std::memcpy(&k, out.raw_key(i), sizeof k);
+      out.keys[i] = full_flow_key(k);
+    }
   }
   return out;
 }

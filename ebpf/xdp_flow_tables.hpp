@@ -32,8 +32,9 @@ class Fd {
 constexpr uint64_t kMaxFlowTableEntries = uint64_t{1} << 26;
 
 // A new, empty table of max_flows entries at `slot` of the outer map, replacing the one it
-// held (whose flows are gone with it). Refuses 0 or more than kMaxFlowTableEntries flows.
-Status put_flow_table(int outer_fd, uint32_t slot, uint64_t max_flows);
+// held (whose flows are gone with it), with the outer map's key size (sl_flow_key, or
+// sl_addr_flow_key in sl_addr_flow_tables). Refuses 0 or more than kMaxFlowTableEntries flows.
+Status put_flow_table(int outer_fd, uint32_t slot, uint64_t max_flows, uint32_t key_size);
 // The slot holds no table any more (its flows are gone); nothing to do if it held none.
 Status remove_flow_table(int outer_fd, uint32_t slot);
 // The table at `slot`, or an Fd of -1 if the slot holds none.
@@ -42,9 +43,15 @@ Result<Fd> open_flow_table(int outer_fd, uint32_t slot);
 // Every flow of a table, read in batches while the program runs on (a flow created or evicted
 // during the read may be missed or seen).
 struct TableFlows {
-  std::vector<sl_flow_key> keys;
-  std::vector<sl_bucket> buckets;  // buckets[i] is keys[i]'s
+  uint32_t key_size = 0;
+  std::vector<uint8_t> raw_keys;   // key i at i * key_size, as the table holds it
+  std::vector<sl_flow_key> keys;   // key i in the long layout (full_flow_key)
+  std::vector<sl_bucket> buckets;  // buckets[i] is key i's
+  const void* raw_key(size_t i) const { return raw_keys.data() + i * key_size; }
 };
-Result<TableFlows> read_flow_table(int table_fd);
+Result<TableFlows> read_flow_table(int table_fd, uint32_t key_size);
+
+// A one-address key (sluice_abi.h) in the long layout, as sl_flow_key_of lays it out.
+sl_flow_key full_flow_key(const sl_addr_flow_key& k);
 
 }  // namespace sluice::xdp

@@ -140,7 +140,8 @@ Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots,
   if (cpus <= 0) return os_error("counting CPUs", cpus);
   const std::vector<sl_slot_counters> zeros(size_t(cpus), sl_slot_counters{});
   const sl_bucket empty{};
-  const int tables = bpf_map__fd(skel_->maps.sl_flow_tables);
+  const int tables[] = {bpf_map__fd(skel_->maps.sl_flow_tables),
+                        bpf_map__fd(skel_->maps.sl_addr_flow_tables)};
   for (uint16_t slot : slots) {
     const uint32_t key = slot;
     if (Status s = put(skel_->maps.sl_aggregates, key, empty, "sl_aggregates"); !s) return s;
@@ -153,29 +154,43 @@ Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots,
     while (i < entries.size() && entries[i].state != slot) ++i;
     if (i == entries.size() || i >= rules.size()) return make_error("no rule for a fresh XDP slot");
     const Rule& r = rules[i];
-    Status s = r.key == KeyMode::none
-                   ? remove_flow_table(tables, key)
-                   : put_flow_table(tables, key, r.max_flows ? r.max_flows : opts_.default_max_flows);
-    if (!s) return make_error("rule \"" + r.name + "\": " + s.error().message);
+    for (int fd : tables)
+      if (Status s = remove_flow_table(fd, key); !s) return s;
+    if (r.key == KeyMode::none) continue;
+    const uint8_t mode = entries[i].key_mode;
+    if (Status s = put_flow_table(tables_fd(mode), key,
+                                  r.max_flows ? r.max_flows : opts_.default_max_flows,
+                                  key_size(mode));
+        !s)
+      return make_error("rule \"" + r.name + "\": " + s.error().message);
   }
   return Ok{};
 }
 
+int XdpProgram::tables_fd(uint8_t key_mode) const {
+  return bpf_map__fd(sl_addr_key_mode(key_mode) ? skel_->maps.sl_addr_flow_tables
+                                                : skel_->maps.sl_flow_tables);
+}
+
+uint32_t XdpProgram::key_size(uint8_t key_mode) {
+  return sl_addr_key_mode(key_mode) ? sizeof(sl_addr_flow_key) : sizeof(sl_flow_key);
+}
+
 Status XdpProgram::convert_flows(const std::vector<const sl_xdp_rule*>& convert_rules) {
-  const int tables = bpf_map__fd(skel_->maps.sl_flow_tables);
   for (const sl_xdp_rule* r : convert_rules) {
     if (r->key_mode == SL_KEY_NONE) continue;
-    auto table = open_flow_table(tables, r->state);
+    auto table = open_flow_table(tables_fd(r->key_mode), r->state);
     if (!table) return table.error();
     if (!*table) continue;
-    auto flows = read_flow_table(table->get());
+    auto flows = read_flow_table(table->get(), key_size(r->key_mode));
     if (!flows) return flows.error();
-    for (const sl_flow_key& k : flows->keys) {
+    for (size_t i = 0; i < flows->buckets.size(); ++i) {
       sl_bucket b{};
-      if (bpf_map_lookup_elem(table->get(), &k, &b) != 0) continue;  // evicted meanwhile
+      const void* k = flows->raw_key(i);
+      if (bpf_map_lookup_elem(table->get(), k, &b) != 0) continue;  // evicted meanwhile
       b = convert_bucket(*r, b, now_ns());
       // BPF_EXIST: a flow evicted meanwhile stays evicted (its next packet starts it full).
-      (void)bpf_map_update_elem(table->get(), &k, &b, BPF_EXIST);
+      (void)bpf_map_update_elem(table->get(), k, &b, BPF_EXIST);
     }
   }
   return Ok{};
@@ -247,7 +262,8 @@ Status XdpProgram::set_rules(const RuleSet& rules) {
     if (Status s = put(skel_->maps.sl_aggregates, key, b, "sl_aggregates"); !s) return s;
   }
   for (uint16_t slot : plan.freed_slots)
-    if (Status s = remove_flow_table(bpf_map__fd(skel_->maps.sl_flow_tables), slot); !s) return s;
+    for (auto* tables : {skel_->maps.sl_flow_tables, skel_->maps.sl_addr_flow_tables})
+      if (Status s = remove_flow_table(bpf_map__fd(tables), slot); !s) return s;
   return convert_flows(convert);
 }
 
@@ -302,13 +318,12 @@ Result<WorkerCounters> XdpProgram::counters() const {
 
 Result<FlowSample> XdpProgram::sample_flows() const {
   FlowSample sample;
-  const int tables = bpf_map__fd(skel_->maps.sl_flow_tables);
   for (const sl_xdp_rule& r : entries_) {
     if (r.key_mode == SL_KEY_NONE) continue;
-    auto table = open_flow_table(tables, r.state);
+    auto table = open_flow_table(tables_fd(r.key_mode), r.state);
     if (!table) return table.error();
     if (!*table) continue;
-    auto flows = read_flow_table(table->get());
+    auto flows = read_flow_table(table->get(), key_size(r.key_mode));
     if (!flows) return flows.error();
     for (size_t i = 0; i < flows->keys.size(); ++i) {
       const sl_bucket& b = flows->buckets[i];

@@ -120,6 +120,9 @@ class XdpProgram {
                           const std::vector<sl_xdp_rule>& entries);
   // Converts the flows of the rules' tables to their new profiles (convert_bucket).
   Status convert_flows(const std::vector<const sl_xdp_rule*>& convert_rules);
+  // The array of maps that holds the table of a rule of this key mode, and its key size.
+  int tables_fd(uint8_t key_mode) const;
+  static uint32_t key_size(uint8_t key_mode);
   // Per running rule, the flows its program has created (summed over CPUs).
   Result<std::vector<uint64_t>> flows_created() const;
 

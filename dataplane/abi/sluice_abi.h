@@ -194,6 +194,9 @@ struct sl_xdp_bank {
  * derives flows_evicted = flows created - flows in the table (the loader itself never deletes
  * a flow from a kept rule's table).
  *
+ * A rule keyed by one address has its table in sl_addr_flow_tables (a shorter key: struct
+ * sl_addr_flow_key), any other keyed rule in sl_flow_tables; the slot of the other is empty.
+ *
  * Key: the flow key words of the rule's key mode, laid out as the core's FlowKey
  * (flow_key.hpp): w[0] = mode | IP version << 8 | prefix bits << 16 | proto << 24 | src port
  * << 32 | dst port << 48; IPv4 w[1] = src | dst << 32; IPv6 w[1..2] src, w[3..4] dst
@@ -203,6 +206,20 @@ struct sl_xdp_bank {
 struct sl_flow_key {
   sl_u64 w[SL_FLOW_KEY_WORDS];
 };
+
+/* The key of a rule keyed by one address (src-ip, dst-ip, src-prefix/N, dst-prefix/N), in a
+ * table of sl_addr_flow_tables: w[0] as above, w[1..2] the address (IPv4: w[1]'s low 32 bits,
+ * w[2] zero). 24 bytes instead of 40 for the kernel to hash and compare per packet. */
+#define SL_ADDR_FLOW_KEY_WORDS 3
+struct sl_addr_flow_key {
+  sl_u64 w[SL_ADDR_FLOW_KEY_WORDS];
+};
+
+/* 1 if a rule of key mode `mode` keys its flows by one address (struct sl_addr_flow_key). */
+static inline int sl_addr_key_mode(unsigned mode) {
+  return mode == SL_KEY_SRC_IP || mode == SL_KEY_DST_IP || mode == SL_KEY_SRC_PREFIX ||
+         mode == SL_KEY_DST_PREFIX;
+}
 
 /* A bucket (value of a flow table, and of sl_aggregates by state slot). */
 struct sl_bucket {

@@ -29,7 +29,7 @@ static_assert(offsetof(sl_xdp_rule, prev) == 160 && offsetof(sl_xdp_rule, idle_t
               sizeof(sl_xdp_rule) == 384);
 static_assert(offsetof(sl_xdp_config, test_now_ns) == 8 && sizeof(sl_xdp_config) == 16);
 static_assert(sizeof(sl_xdp_bank) == 8);
-static_assert(sizeof(sl_flow_key) == 40);
+static_assert(sizeof(sl_flow_key) == 40 && sizeof(sl_addr_flow_key) == 24);
 static_assert(sizeof(FlowKey::w) == sizeof(sl_flow_key::w), "the core's flow key words");
 static_assert(offsetof(sl_bucket, w0) == 8 && offsetof(sl_bucket, last_seen_ns) == 24 &&
               offsetof(sl_bucket, gen) == 32 && offsetof(sl_bucket, packets) == 40 &&

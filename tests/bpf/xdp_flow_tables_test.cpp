@@ -10,8 +10,12 @@
 // parked on the other one.
 #include <sched.h>
 
+#include <cstring>
+
 #include "packet_builder.hpp"
 #include "pipeline.hpp"
+#include "xdp_flow_tables.hpp"
+#include "xdp_flows_top.hpp"
 #include "xdp_harness.hpp"
 
 namespace sluice {
@@ -208,6 +212,29 @@ TEST(XdpFlowTablesSize, ATableTooLargeIsRefusedAndNothingChanges) {
   EXPECT_NE(s.error().message.find("flows"), std::string::npos) << s.error().message;
   ASSERT_EQ(prog->rules().rules.size(), 1u);
   EXPECT_EQ(prog->rules().rules[0].name, "a");
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// A rule keyed by one address keeps a 24-byte key; read back, it reads as the long layout.
+TEST(XdpAddrFlowKey, ReadsBackInTheLongLayout) {
+  sl_addr_flow_key k{};
+  const uint8_t v4[4] = {192, 0, 2, 53};
+  std::memcpy(&k.w[1], v4, 4);
+  k.w[0] = SL_KEY_DST_IP | uint64_t(4) << 8;
+  EXPECT_EQ(xdp::format_flow_key(xdp::full_flow_key(k)), "192.0.2.53");
+  k.w[0] = SL_KEY_SRC_PREFIX | uint64_t(4) << 8 | uint64_t(24) << 16;
+  EXPECT_EQ(xdp::format_flow_key(xdp::full_flow_key(k)), "192.0.2.53/24");
+  const uint8_t v6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
+  std::memcpy(&k.w[1], v6, 16);
+  k.w[0] = SL_KEY_DST_PREFIX | uint64_t(6) << 8 | uint64_t(128) << 16;
+  EXPECT_EQ(xdp::format_flow_key(xdp::full_flow_key(k)), "2001:db8::7/128");
+  k.w[0] = SL_KEY_SRC_IP | uint64_t(6) << 8;
+  EXPECT_EQ(xdp::format_flow_key(xdp::full_flow_key(k)), "2001:db8::7");
 }
 
 }  // namespace
