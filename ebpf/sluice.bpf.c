@@ -143,7 +143,9 @@ int sluice_xdp(struct xdp_md *ctx) {
     struct sl_xdp_rule *r;
     int res;
     if (level >= top->chain_len) break;
-    at = base + ((__u32)top->chain[level] & (SL_XDP_MAX_RULES - 1));
+    /* chain[0] is the rule itself: a lone rule's packet reads no line of its entry but the
+     * first (sluice_abi.h) */
+    at = level == 0 ? slot : base + ((__u32)top->chain[level] & (SL_XDP_MAX_RULES - 1));
     r = bpf_map_lookup_elem(&sl_rules, &at);
     if (!r) break;
     res = sl_charge(&f, at, now_ns);

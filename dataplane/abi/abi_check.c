@@ -8,6 +8,7 @@
 
 _Static_assert(sizeof(struct sl_rule_bits) == 8 * SL_XDP_RULE_WORDS, "bitmap words");
 _Static_assert(sizeof(struct sl_xdp_rule) == 384, "compiled rule entry");
+_Static_assert(__builtin_offsetof(struct sl_xdp_rule, cur) == 24, "hot fields, then cur.rate, in line 0");
 _Static_assert(sizeof(struct sl_bucket) == 56, "bucket value");
 _Static_assert(sizeof(struct sl_flow_key) == 40, "flow key");
 _Static_assert(sizeof(struct sl_addr_flow_key) == 24, "one-address flow key");

@@ -149,11 +149,10 @@ struct sl_xdp_profiles {
 
 /* One compiled rule (map sl_rules, key = bank * SL_XDP_MAX_RULES + rule index). */
 struct sl_xdp_rule {
-  struct sl_xdp_profiles cur;  /* buckets of generation gen */
-  struct sl_xdp_profiles prev; /* buckets of an older generation, until converted */
+  /* First cache line: all a conforming packet of a lone policer reads (the fields its flow
+   * lookup and charge need, then cur.rate at offset 24). */
   sl_u64 idle_timeout_ns;      /* a flow idle this long starts again full */
   sl_u32 overhead_bytes;       /* added to a frame's length for byte rates */
-  sl_s32 parent;               /* rule index, -1: none */
   sl_u32 gen;                  /* generation of cur (see "Rule changes") */
   sl_u16 state;                /* state slot: buckets, flows and counters */
   sl_u8 algorithm;             /* enum sl_algorithm */
@@ -162,11 +161,14 @@ struct sl_xdp_rule {
   sl_u8 cost_unit;             /* enum sl_cost_unit */
   sl_u8 chain_len;             /* entries of chain[] in use, >= 1 */
   sl_u8 reserved[1];
+  struct sl_xdp_profiles cur;  /* buckets of generation gen */
+  struct sl_xdp_profiles prev; /* buckets of an older generation, until converted */
+  sl_s32 parent;               /* rule index, -1: none */
   sl_s16 chain[SL_XDP_MAX_CHAIN]; /* this rule, then its parents, nearest first (same bank) */
   struct sl_action_entry action;   /* on exceeding (policers, windows) */
   struct sl_action_entry overflow; /* when no flow slot can be had */
   struct sl_action_entry green, yellow, red; /* meters */
-  sl_u8 reserved2[6];
+  sl_u8 reserved2[10];
 };
 
 /* Map sl_config, key 0. */

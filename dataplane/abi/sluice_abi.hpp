@@ -23,10 +23,12 @@ static_assert(sizeof(sl_rate_profile) == 40 && sizeof(sl_meter_profile) == 96 &&
               sizeof(sl_window_profile) == 24);
 static_assert(offsetof(sl_xdp_profiles, meter) == 40 && offsetof(sl_xdp_profiles, window) == 136 &&
               sizeof(sl_xdp_profiles) == 160);
-static_assert(offsetof(sl_xdp_rule, prev) == 160 && offsetof(sl_xdp_rule, idle_timeout_ns) == 320 &&
-              offsetof(sl_xdp_rule, gen) == 336 && offsetof(sl_xdp_rule, state) == 340 &&
-              offsetof(sl_xdp_rule, chain) == 348 && offsetof(sl_xdp_rule, action) == 364 &&
-              sizeof(sl_xdp_rule) == 384);
+static_assert(offsetof(sl_xdp_rule, gen) == 12 && offsetof(sl_xdp_rule, state) == 16 &&
+              offsetof(sl_xdp_rule, chain_len) == 22 && offsetof(sl_xdp_rule, cur) == 24 &&
+              offsetof(sl_xdp_rule, cur) + sizeof(sl_rate_profile) == 64 &&
+              offsetof(sl_xdp_rule, prev) == 184 && offsetof(sl_xdp_rule, chain) == 348 &&
+              offsetof(sl_xdp_rule, action) == 364 && sizeof(sl_xdp_rule) == 384,
+              "the hot fields and cur.rate in the first cache line");
 static_assert(offsetof(sl_xdp_config, test_now_ns) == 8 && sizeof(sl_xdp_config) == 16);
 static_assert(sizeof(sl_xdp_bank) == 8);
 static_assert(sizeof(sl_flow_key) == 40 && sizeof(sl_addr_flow_key) == 24);
