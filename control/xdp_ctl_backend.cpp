@@ -25,13 +25,14 @@ Result<std::unique_ptr<Backend>> XdpCtlBackend::open(const std::string& iface) {
 Result<CountersSnapshot> XdpCtlBackend::stats() {
   auto c = be_->counters();
   if (!c) return Result<CountersSnapshot>(c.error());
-  auto flows = be_->active_flows();
+  auto flows = be_->flow_counts();
   if (!flows) return Result<CountersSnapshot>(flows.error());
   const RuleSet& rules = be_->rules();
   CountersSnapshot snap;
   for (size_t i = 0; i < rules.rules.size() && i < c->per_rule.size(); ++i)
     snap.rules.push_back(RuleSnapshot{rules.rules[i].name, c->per_rule[i],
-                                      i < flows->size() ? (*flows)[i] : 0, 0});
+                                      i < flows->size() ? (*flows)[i].active : 0,
+                                      i < flows->size() ? (*flows)[i].evicted : 0});
   snap.default_rule.name = "default";
   snap.default_rule.traffic = c->default_rule();
   return snap;

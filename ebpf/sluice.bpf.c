@@ -55,16 +55,19 @@ __attribute__((noinline)) int sl_charge(const struct sl_frame *f, __u32 at, __u6
 __attribute__((noinline)) int sl_refund_at(const struct sl_frame *f, __u32 at, __u64 now_ns) {
   struct sl_xdp_rule *r;
   struct sl_bucket *b;
-  struct sl_flow_key key;
+  union sl_any_flow_key key;
+  __u32 state;
+  void *table;
   if (!f) return 0;
   r = bpf_map_lookup_elem(&sl_rules, &at);
   if (!r) return 0;
+  state = r->state;
   if (r->key_mode == SL_KEY_NONE) {
-    __u32 state = r->state;
     b = bpf_map_lookup_elem(&sl_aggregates, &state);
   } else {
-    sl_flow_key_of(f, r, &key);
-    b = bpf_map_lookup_elem(&sl_flows, &key);
+    table = sl_flow_table_of(r, f, &key);
+    if (!table) return 0;
+    b = bpf_map_lookup_elem(table, &key);
   }
   if (b) sl_refund(r, b, now_ns, sl_cost(r, f->len));
   return 0;
@@ -140,7 +143,9 @@ int sluice_xdp(struct xdp_md *ctx) {
     struct sl_xdp_rule *r;
     int res;
     if (level >= top->chain_len) break;
-    at = base + ((__u32)top->chain[level] & (SL_XDP_MAX_RULES - 1));
+    /* chain[0] is the rule itself: a lone rule's packet reads no line of its entry but the
+     * first (sluice_abi.h) */
+    at = level == 0 ? slot : base + ((__u32)top->chain[level] & (SL_XDP_MAX_RULES - 1));
     r = bpf_map_lookup_elem(&sl_rules, &at);
     if (!r) break;
     res = sl_charge(&f, at, now_ns);

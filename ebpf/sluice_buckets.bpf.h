@@ -1,11 +1,12 @@
 /*
- * Buckets and meters: a rule's state for a frame (its aggregate, or its flow's in the LRU
- * table), charged and refunded with the core's arithmetic (bucket_math.h) through BPF
+ * Buckets and meters: a rule's state for a frame (its aggregate, or its flow's in the rule's
+ * flow table), charged and refunded with the core's arithmetic (bucket_math.h) through BPF
  * compare-and-swap; the meters' two words through a sequence claim (sluice_abi.h "Buckets").
  */
 #ifndef SLUICE_EBPF_SLUICE_BUCKETS_BPF_H
 #define SLUICE_EBPF_SLUICE_BUCKETS_BPF_H
 
+#include "sluice_counters.bpf.h"
 #include "sluice_flow_key.bpf.h"
 #include "sluice_maps.bpf.h"
 
@@ -75,16 +76,32 @@ static __always_inline void sl_restart(const struct sl_xdp_rule *r, struct sl_bu
   __sync_fetch_and_add(&b->seq, 1);
 }
 
-/* The rule's bucket for this frame: its aggregate, or its flow's (created full on the flow's
- * first packet). NULL if the flow table refuses an insert, or (a race at an aggregate's very
+/* The rule's flow table and the frame's key in it (a rule keyed by one address has the
+ * shorter key); NULL if the rule has no table. */
+static __always_inline void *sl_flow_table_of(const struct sl_xdp_rule *r,
+                                              const struct sl_frame *f,
+                                              union sl_any_flow_key *k) {
+  __u32 state = r->state;
+  if (sl_addr_key_mode(r->key_mode)) {
+    sl_addr_flow_key_of(f, r, &k->addr);
+    return bpf_map_lookup_elem(&sl_addr_flow_tables, &state);
+  }
+  sl_flow_key_of(f, r, &k->full);
+  return bpf_map_lookup_elem(&sl_flow_tables, &state);
+}
+
+/* The rule's bucket for this frame: its aggregate, or its flow's in the rule's own table
+ * (created full on the flow's first packet). NULL if the rule has no table or it refuses an
+ * insert, or (a race at an aggregate's very
  * first packet) another CPU's initialisation does not finish within SL_SEQ_TRIES reads. */
 static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *r,
                                                       const struct sl_frame *f, __u64 now_ns) {
-  struct sl_flow_key key;
+  union sl_any_flow_key key;
   struct sl_bucket *b;
+  __u32 state = r->state;
+  void *table;
   __u64 seen, seq;
   if (r->key_mode == SL_KEY_NONE) {
-    __u32 state = r->state;
     b = bpf_map_lookup_elem(&sl_aggregates, &state);
     if (!b) return 0;
     if (*(volatile __u64 *)&b->seq == 0) { /* its first packet, here or on another CPU */
@@ -94,17 +111,22 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
     }
     return b;
   }
-  sl_flow_key_of(f, r, &key);
-  b = bpf_map_lookup_elem(&sl_flows, &key);
+  table = sl_flow_table_of(r, f, &key);
+  if (!table) return 0;
+  b = bpf_map_lookup_elem(table, &key);
   if (!b) {
     struct sl_bucket fresh = {};
     sl_init_bucket(r, &fresh, now_ns);
     fresh.seq = 2;
     fresh.packets = 1;
     fresh.bytes = f->len;
-    /* BPF_NOEXIST: of two CPUs creating the flow at once, the first one's state stays */
-    bpf_map_update_elem(&sl_flows, &key, &fresh, BPF_NOEXIST);
-    return bpf_map_lookup_elem(&sl_flows, &key);
+    /* BPF_NOEXIST: of two CPUs creating the flow at once, the first one's state stays, and
+     * only its insert counts as a flow created (flows_evicted is derived from it). */
+    if (bpf_map_update_elem(table, &key, &fresh, BPF_NOEXIST) == 0) {
+      struct sl_slot_counters *c = sl_counters_of(state);
+      if (c) c->flows_created += 1;
+    }
+    return bpf_map_lookup_elem(table, &key);
   }
   seq = *(volatile __u64 *)&b->seq;
   seen = b->last_seen_ns;

@@ -66,12 +66,36 @@ struct {
   __type(value, __u32); /* ingress port id of the rules' `port` field */
 } sl_ifport SEC(".maps");
 
-struct {
+/* One flow table per keyed rule, by state slot (sluice_abi.h "Flow tables"): the loader
+ * creates each with the rule's max-flows entries, in sl_addr_flow_tables for a rule keyed by
+ * one address, else in sl_flow_tables; an empty slot has none. The templates' size does not
+ * bind the tables (the kernel checks type, key, value and flags only). Sizes, not types:
+ * clang gives a struct met only through this pointer a forward BTF declaration, whose size
+ * libbpf cannot know. */
+struct sl_flow_table {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, SL_XDP_DEFAULT_FLOWS); /* the loader sizes it before load */
-  __type(key, struct sl_flow_key);
-  __type(value, struct sl_bucket);
-} sl_flows SEC(".maps");
+  __uint(max_entries, 1);
+  __uint(key_size, sizeof(struct sl_flow_key));
+  __uint(value_size, sizeof(struct sl_bucket));
+};
+struct sl_addr_flow_table {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1);
+  __uint(key_size, sizeof(struct sl_addr_flow_key));
+  __uint(value_size, sizeof(struct sl_bucket));
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+  __uint(max_entries, SL_XDP_STATE_SLOTS);
+  __type(key, __u32);
+  __array(values, struct sl_flow_table);
+} sl_flow_tables SEC(".maps");
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+  __uint(max_entries, SL_XDP_STATE_SLOTS);
+  __type(key, __u32);
+  __array(values, struct sl_addr_flow_table);
+} sl_addr_flow_tables SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -115,12 +115,6 @@ Status XdpBackend::detach_opened() {
   return s;
 }
 
-Result<std::vector<uint64_t>> XdpBackend::active_flows() const {
-  auto sample = prog_->sample_flows();
-  if (!sample) return sample.error();
-  return xdp::active_flows(prog_->entries(), *sample);
-}
-
 Result<std::vector<FlowRate>> XdpBackend::top_flows(const TopFlowsQuery& query,
                                                     std::chrono::milliseconds interval) {
   // An unknown rule is refused before the wait (rank_flows says so the same way).

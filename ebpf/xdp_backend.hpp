@@ -30,8 +30,9 @@ class XdpBackend {
   Result<WorkerCounters> counters() const { return prog_->counters(); }
   const RuleSet& rules() const { return prog_->rules(); }
   uint64_t generation() const { return prog_->generation(); }
-  // Per rule, its flows not idle past its idle timeout (one read of the flow table).
-  Result<std::vector<uint64_t>> active_flows() const;
+  // Per rule, its flows not idle past its idle timeout and the flows its table evicted (one
+  // read of each flow table: XdpProgram::flow_counts).
+  Result<std::vector<XdpProgram::RuleFlows>> flow_counts() const { return prog_->flow_counts(); }
   // The busiest flows over `interval`: the flow table read, then read again (rank_flows).
   Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query,
                                           std::chrono::milliseconds interval);

@@ -37,8 +37,9 @@ KeyAddrs addrs_of(const sl_flow_key& k, unsigned version) {
   return a;
 }
 
-std::string key_bytes(const sl_flow_key& k) {
-  return std::string(reinterpret_cast<const char*>(&k), sizeof k);
+std::string key_bytes(const FlowCount& f) {
+  return std::string(reinterpret_cast<const char*>(&f.state), sizeof f.state) +
+         std::string(reinterpret_cast<const char*>(&f.key), sizeof f.key);
 }
 
 }  // namespace
@@ -73,7 +74,7 @@ std::vector<uint64_t> active_flows(const std::vector<sl_xdp_rule>& entries,
     if (entries[i].key_mode != SL_KEY_NONE) rule_of_slot[entries[i].state] = i;
   std::vector<uint64_t> active(entries.size(), 0);
   for (const FlowCount& f : sample.flows) {
-    const auto rule = rule_of_slot.find(f.key.state);
+    const auto rule = rule_of_slot.find(f.state);
     if (rule == rule_of_slot.end()) continue;
     // the program's rule: idle iff now - last_seen > idle timeout (signed: a clock step back)
     if (int64_t(sample.now_ns - f.last_seen_ns) <= int64_t(entries[rule->second].idle_timeout_ns))
@@ -96,7 +97,7 @@ Result<std::vector<FlowRate>> rank_flows(const std::vector<Rule>& rules,
 
   std::unordered_map<std::string, const FlowCount*> earlier;
   earlier.reserve(before.flows.size());
-  for (const FlowCount& f : before.flows) earlier.emplace(key_bytes(f.key), &f);
+  for (const FlowCount& f : before.flows) earlier.emplace(key_bytes(f), &f);
 
   struct Ranked {
     FlowRate rate;
@@ -105,10 +106,10 @@ Result<std::vector<FlowRate>> rank_flows(const std::vector<Rule>& rules,
   std::vector<Ranked> ranked;
   const double seconds = double(after.now_ns - before.now_ns) / 1e9;
   for (const FlowCount& f : after.flows) {
-    const auto rule = rule_of_slot.find(f.key.state);
+    const auto rule = rule_of_slot.find(f.state);
     if (rule == rule_of_slot.end()) continue;
     uint64_t packets = f.packets, bytes = f.bytes;
-    if (auto e = earlier.find(key_bytes(f.key)); e != earlier.end() && e->second->packets <= packets) {
+    if (auto e = earlier.find(key_bytes(f)); e != earlier.end() && e->second->packets <= packets) {
       packets -= e->second->packets;  // else evicted and created again: all its counts are new
       bytes -= std::min(bytes, e->second->bytes);
     }

@@ -1,5 +1,5 @@
 // `sluicectl flows top` on the XDP backend: the per-flow packet and byte counts the program
-// keeps in its LRU table (sluice_abi.h struct sl_bucket), read twice, give each flow's rate
+// keeps in its rules' flow tables (sluice_abi.h struct sl_bucket), read twice, give each flow's rate
 // over the interval between the reads. Pure: XdpProgram::sample_flows reads the table.
 #pragma once
 
@@ -15,13 +15,14 @@
 namespace sluice::xdp {
 
 struct FlowCount {
+  uint32_t state = 0;  // the state slot of the rule whose table holds the flow
   sl_flow_key key;
   uint64_t packets = 0;
   uint64_t bytes = 0;
   uint64_t last_seen_ns = 0;
 };
 
-// The flow table at one time: every flow's counts, and the program's clock when read.
+// The flow tables at one time: every flow's counts, and the program's clock when read.
 struct FlowSample {
   uint64_t now_ns = 0;
   std::vector<FlowCount> flows;

@@ -12,9 +12,11 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <unordered_map>
 
 #include "../dataplane/core/rules_loader.hpp"
 #include "sluice.skel.h"
+#include "xdp_flow_tables.hpp"
 #include "xdp_match_maps.hpp"
 #include "xdp_rule_swap.hpp"
 #include "xdp_rules.hpp"
@@ -36,14 +38,12 @@ Status put(bpf_map* map, const K& key, const V& value, const char* what) {
 }  // namespace
 
 Result<std::unique_ptr<XdpProgram>> XdpProgram::load(const LoadOptions& opts) {
-  if (opts.flow_capacity == 0) return make_error("XDP flow table capacity must be at least 1");
+  if (opts.default_max_flows == 0 || opts.default_max_flows > kMaxFlowTableEntries)
+    return make_error("the XDP default max-flows must be 1 to " +
+                      std::to_string(kMaxFlowTableEntries));
   sluice_bpf* skel = sluice_bpf__open();
   if (!skel) return os_error("opening the XDP program", errno);
   skel->rodata->sl_test_clock = opts.test_clock ? 1 : 0;
-  if (int err = bpf_map__set_max_entries(skel->maps.sl_flows, opts.flow_capacity)) {
-    sluice_bpf__destroy(skel);
-    return os_error("sizing the XDP flow table", err);
-  }
   if (int err = sluice_bpf__load(skel)) {
     sluice_bpf__destroy(skel);
     return os_error("loading the XDP program (the kernel verifier's log is on stderr)", err);
@@ -133,47 +133,65 @@ uint64_t XdpProgram::now_ns() const {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots) {
+Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots,
+                                    const std::vector<Rule>& rules,
+                                    const std::vector<sl_xdp_rule>& entries) {
   const int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return os_error("counting CPUs", cpus);
   const std::vector<sl_slot_counters> zeros(size_t(cpus), sl_slot_counters{});
   const sl_bucket empty{};
+  const int tables[] = {bpf_map__fd(skel_->maps.sl_flow_tables),
+                        bpf_map__fd(skel_->maps.sl_addr_flow_tables)};
   for (uint16_t slot : slots) {
     const uint32_t key = slot;
     if (Status s = put(skel_->maps.sl_aggregates, key, empty, "sl_aggregates"); !s) return s;
     if (int err = bpf_map__update_elem(skel_->maps.sl_counters, &key, sizeof(key), zeros.data(),
                                        zeros.size() * sizeof(sl_slot_counters), BPF_ANY))
       return os_error("XDP map sl_counters", err);
+    // Its rule: a keyed one gets a new table (the flows of an earlier user of the slot go with
+    // the old one), an aggregate none.
+    size_t i = 0;
+    while (i < entries.size() && entries[i].state != slot) ++i;
+    if (i == entries.size() || i >= rules.size()) return make_error("no rule for a fresh XDP slot");
+    const Rule& r = rules[i];
+    for (int fd : tables)
+      if (Status s = remove_flow_table(fd, key); !s) return s;
+    if (r.key == KeyMode::none) continue;
+    const uint8_t mode = entries[i].key_mode;
+    if (Status s = put_flow_table(tables_fd(mode), key,
+                                  r.max_flows ? r.max_flows : opts_.default_max_flows,
+                                  key_size(mode));
+        !s)
+      return make_error("rule \"" + r.name + "\": " + s.error().message);
   }
   return Ok{};
 }
 
-Status XdpProgram::sweep_flows(const std::vector<uint16_t>& drop_slots,
-                               const std::vector<const sl_xdp_rule*>& convert_rules) {
-  std::vector<const sl_xdp_rule*> convert_by_slot(SL_XDP_STATE_SLOTS, nullptr);
-  std::vector<bool> drop(SL_XDP_STATE_SLOTS, false);
-  for (uint16_t s : drop_slots) drop[s] = true;
-  for (const sl_xdp_rule* r : convert_rules) convert_by_slot[r->state] = r;
-  // Keys first: deleting while walking would restart the walk.
-  std::vector<sl_flow_key> doomed, converted;
-  sl_flow_key key{}, next{};
-  const sl_flow_key* at = nullptr;
-  bpf_map* flows = skel_->maps.sl_flows;
-  while (bpf_map__get_next_key(flows, at, &next, sizeof(next)) == 0) {
-    if (next.state < SL_XDP_STATE_SLOTS) {
-      if (drop[next.state]) doomed.push_back(next);
-      else if (convert_by_slot[next.state]) converted.push_back(next);
+int XdpProgram::tables_fd(uint8_t key_mode) const {
+  return bpf_map__fd(sl_addr_key_mode(key_mode) ? skel_->maps.sl_addr_flow_tables
+                                                : skel_->maps.sl_flow_tables);
+}
+
+uint32_t XdpProgram::key_size(uint8_t key_mode) {
+  return sl_addr_key_mode(key_mode) ? sizeof(sl_addr_flow_key) : sizeof(sl_flow_key);
+}
+
+Status XdpProgram::convert_flows(const std::vector<const sl_xdp_rule*>& convert_rules) {
+  for (const sl_xdp_rule* r : convert_rules) {
+    if (r->key_mode == SL_KEY_NONE) continue;
+    auto table = open_flow_table(tables_fd(r->key_mode), r->state);
+    if (!table) return table.error();
+    if (!*table) continue;
+    auto flows = read_flow_table(table->get(), key_size(r->key_mode));
+    if (!flows) return flows.error();
+    for (size_t i = 0; i < flows->buckets.size(); ++i) {
+      sl_bucket b{};
+      const void* k = flows->raw_key(i);
+      if (bpf_map_lookup_elem(table->get(), k, &b) != 0) continue;  // evicted meanwhile
+      b = convert_bucket(*r, b, now_ns());
+      // BPF_EXIST: a flow evicted meanwhile stays evicted (its next packet starts it full).
+      (void)bpf_map_update_elem(table->get(), k, &b, BPF_EXIST);
     }
-    key = next;
-    at = &key;
-  }
-  for (const sl_flow_key& k : doomed) (void)bpf_map__delete_elem(flows, &k, sizeof(k), 0);
-  for (const sl_flow_key& k : converted) {
-    sl_bucket b{};
-    if (bpf_map__lookup_elem(flows, &k, sizeof(k), &b, sizeof(b), 0)) continue;  // evicted
-    b = convert_bucket(*convert_by_slot[k.state], b, now_ns());
-    // BPF_EXIST: a flow evicted meanwhile stays evicted (its next packet starts it full).
-    (void)bpf_map__update_elem(flows, &k, sizeof(k), &b, sizeof(b), BPF_EXIST);
   }
   return Ok{};
 }
@@ -200,9 +218,7 @@ Status XdpProgram::set_rules(const RuleSet& rules) {
                                      std::move(compiled->rules));
 
   // 1. The new rules' slots start over (nothing running uses them), the new bank is written.
-  if (Status s = start_slots_over(plan.fresh_slots); !s) return s;
-  if (!plan.fresh_slots.empty())
-    if (Status s = sweep_flows(plan.fresh_slots, {}); !s) return s;
+  if (Status s = start_slots_over(plan.fresh_slots, rules.rules, plan.rules); !s) return s;
   const uint32_t base = bank * SL_XDP_MAX_RULES;
   for (uint32_t i = 0; i < plan.rules.size(); ++i)
     if (Status s = put(skel_->maps.sl_rules, base + i, plan.rules[i], "sl_rules"); !s) return s;
@@ -228,7 +244,7 @@ Status XdpProgram::set_rules(const RuleSet& rules) {
     return os_error("XDP map sl_rules_text", err);
 
   // 3. Once no run reads the old bank: kept rules' buckets into their new profiles (a bucket
-  // not yet converted is still read under its old ones), removed rules' flows dropped.
+  // not yet converted is still read under its old ones), removed rules' tables dropped.
   if (plan.convert_slots.empty() && plan.freed_slots.empty()) return Ok{};
   wait_for_readers();
   std::vector<const sl_xdp_rule*> convert;
@@ -245,7 +261,10 @@ Status XdpProgram::set_rules(const RuleSet& rules) {
     b = convert_bucket(*r, b, now_ns());
     if (Status s = put(skel_->maps.sl_aggregates, key, b, "sl_aggregates"); !s) return s;
   }
-  return sweep_flows(plan.freed_slots, convert);
+  for (uint16_t slot : plan.freed_slots)
+    for (auto* tables : {skel_->maps.sl_flow_tables, skel_->maps.sl_addr_flow_tables})
+      if (Status s = remove_flow_table(bpf_map__fd(tables), slot); !s) return s;
+  return convert_flows(convert);
 }
 
 Status XdpProgram::set_test_now(uint64_t now_ns) {
@@ -298,26 +317,55 @@ Result<WorkerCounters> XdpProgram::counters() const {
 }
 
 Result<FlowSample> XdpProgram::sample_flows() const {
-  constexpr uint32_t kBatch = 4096;  // entries per syscall; more than any hash bucket holds
   FlowSample sample;
-  const int fd = bpf_map__fd(skel_->maps.sl_flows);
-  std::vector<sl_flow_key> keys(kBatch);
-  std::vector<sl_bucket> values(kBatch);
-  uint32_t token = 0;  // an LRU hash's batch position: a bucket index (4 bytes)
-  bool first = true;
-  for (;;) {
-    uint32_t count = kBatch;
-    const int err = bpf_map_lookup_batch(fd, first ? nullptr : &token, &token, keys.data(),
-                                         values.data(), &count, nullptr);
-    if (err && err != -ENOENT) return os_error("reading the XDP flow table", err);
-    for (uint32_t i = 0; i < count; ++i)
-      sample.flows.push_back(
-          FlowCount{keys[i], values[i].packets, values[i].bytes, values[i].last_seen_ns});
-    if (err == -ENOENT) break;  // the end of the table
-    first = false;
+  for (const sl_xdp_rule& r : entries_) {
+    if (r.key_mode == SL_KEY_NONE) continue;
+    auto table = open_flow_table(tables_fd(r.key_mode), r.state);
+    if (!table) return table.error();
+    if (!*table) continue;
+    auto flows = read_flow_table(table->get(), key_size(r.key_mode));
+    if (!flows) return flows.error();
+    for (size_t i = 0; i < flows->keys.size(); ++i) {
+      const sl_bucket& b = flows->buckets[i];
+      sample.flows.push_back(FlowCount{r.state, flows->keys[i], b.packets, b.bytes, b.last_seen_ns});
+    }
   }
   sample.now_ns = now_ns();
   return sample;
+}
+
+Result<std::vector<uint64_t>> XdpProgram::flows_created() const {
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return os_error("counting CPUs", cpus);
+  std::vector<sl_slot_counters> per_cpu(static_cast<size_t>(cpus));
+  std::vector<uint64_t> created(entries_.size(), 0);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const uint32_t slot = entries_[i].state;
+    if (int err = bpf_map__lookup_elem(skel_->maps.sl_counters, &slot, sizeof(slot),
+                                       per_cpu.data(), per_cpu.size() * sizeof(sl_slot_counters), 0))
+      return os_error("reading the XDP counters", err);
+    for (const sl_slot_counters& c : per_cpu) created[i] += c.flows_created;
+  }
+  return created;
+}
+
+Result<std::vector<XdpProgram::RuleFlows>> XdpProgram::flow_counts() const {
+  // The counts first, then the tables: a flow created between the two reads is in the table
+  // but not counted, so the difference never exceeds the evictions so far.
+  auto created = flows_created();
+  if (!created) return created.error();
+  auto sample = sample_flows();
+  if (!sample) return sample.error();
+  const std::vector<uint64_t> active = active_flows(entries_, *sample);
+  std::unordered_map<uint32_t, uint64_t> in_table;
+  for (const FlowCount& f : sample->flows) ++in_table[f.state];
+  std::vector<RuleFlows> out(entries_.size());
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const uint64_t held = in_table[entries_[i].state];
+    out[i].active = active[i];
+    out[i].evicted = (*created)[i] > held ? (*created)[i] - held : 0;
+  }
+  return out;
 }
 
 Status XdpProgram::attach(int ifindex, AttachMode mode) {

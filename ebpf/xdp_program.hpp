@@ -22,7 +22,8 @@ struct LoadOptions {
   // Take now_ns from sl_config.test_now_ns instead of the kernel clock (sluice_abi.h), so
   // BPF_PROG_TEST_RUN can replay a trace with chosen timestamps.
   bool test_clock = false;
-  uint32_t flow_capacity = SL_XDP_DEFAULT_FLOWS;  // entries of the shared per-flow LRU table
+  // Flows a keyed rule without max-flows may hold (its table's size; sluice_abi.h "Flow tables").
+  uint64_t default_max_flows = SL_XDP_DEFAULT_FLOWS;
   uint64_t stale_read_tolerance_ns = SL_STEP_TOLERANCE_NS;
 };
 
@@ -75,9 +76,20 @@ class XdpProgram {
   // The counters summed over CPUs: index i < rule count is rule i, the last entry the default.
   Result<WorkerCounters> counters() const;
 
-  // Every flow of the LRU table with its packet and byte counts, and the program's clock
-  // (rank_flows turns two samples into rates). Read in batches: the program runs on meanwhile.
+  // Every flow of the running rules' tables with its packet and byte counts, and the
+  // program's clock (rank_flows turns two samples into rates). Read in batches: the program
+  // runs on meanwhile.
   Result<FlowSample> sample_flows() const;
+
+  // Per running rule: its active flows (in its table, not idle past its idle timeout) and the
+  // flows its table evicted so far (SPEC §5; flows created - flows in the table: sluice_abi.h
+  // "Flow tables"). Exact while no packet runs; under traffic a read may lag by the flows
+  // created while it reads.
+  struct RuleFlows {
+    uint64_t active = 0;
+    uint64_t evicted = 0;
+  };
+  Result<std::vector<RuleFlows>> flow_counts() const;
   // The running rules' entries (state slots), as in the active bank.
   const std::vector<sl_xdp_rule>& entries() const { return entries_; }
 
@@ -102,10 +114,17 @@ class XdpProgram {
   LoadOptions opts_;
   Result<sl_xdp_config> read_config() const;
   uint64_t now_ns() const;  // the program's clock: the test clock, or CLOCK_MONOTONIC
-  Status start_slots_over(const std::vector<uint16_t>& slots);
-  // Drops the flows of drop_slots and converts those of the rules' slots (convert_bucket).
-  Status sweep_flows(const std::vector<uint16_t>& drop_slots,
-                     const std::vector<const sl_xdp_rule*>& convert_rules);
+  // The slots' aggregates and counters zeroed, and each keyed rule given a new empty table
+  // (rules[i] is entries[i]'s rule).
+  Status start_slots_over(const std::vector<uint16_t>& slots, const std::vector<Rule>& rules,
+                          const std::vector<sl_xdp_rule>& entries);
+  // Converts the flows of the rules' tables to their new profiles (convert_bucket).
+  Status convert_flows(const std::vector<const sl_xdp_rule*>& convert_rules);
+  // The array of maps that holds the table of a rule of this key mode, and its key size.
+  int tables_fd(uint8_t key_mode) const;
+  static uint32_t key_size(uint8_t key_mode);
+  // Per running rule, the flows its program has created (summed over CPUs).
+  Result<std::vector<uint64_t>> flows_created() const;
 
   RuleSet rules_;                    // running now
   std::vector<sl_xdp_rule> entries_;  // its entries, as in the active bank

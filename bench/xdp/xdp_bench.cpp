@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<sluice::xdp::XdpProgram> sluice_prog;
   auto load_sluice = [&](const char* yaml) {
     sluice::xdp::LoadOptions lo;
-    lo.flow_capacity = uint32_t(std::max<size_t>(max_flows + max_flows / 4, 1024));
+    lo.default_max_flows = std::max<size_t>(max_flows + max_flows / 4, 1024);
     auto p = sluice::xdp::XdpProgram::load(lo);
     if (!p) { std::fprintf(stderr, "%s\n", p.error().message.c_str()); std::exit(1); }
     auto rules = sluice::load_rules_text(yaml, "bench.yaml");

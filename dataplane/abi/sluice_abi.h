@@ -78,7 +78,7 @@ typedef int32_t sl_s32;
 #define SL_XDP_MAX_INGRESS_PORTS 1024
 /* Interfaces given an ingress port id (map sl_ifport; an unlisted one is port 0). */
 #define SL_XDP_MAX_IFACES 64
-/* Default size of the per-flow LRU table (all keyed rules share it). */
+/* Flows of a keyed rule without max-flows (the DPDK backend's default_max_flows). */
 #define SL_XDP_DEFAULT_FLOWS 65536
 
 /* Pins: SL_XDP_PIN_ROOT/IFACE/<map name>, the map names being those of sluice.bpf.c. */
@@ -149,11 +149,10 @@ struct sl_xdp_profiles {
 
 /* One compiled rule (map sl_rules, key = bank * SL_XDP_MAX_RULES + rule index). */
 struct sl_xdp_rule {
-  struct sl_xdp_profiles cur;  /* buckets of generation gen */
-  struct sl_xdp_profiles prev; /* buckets of an older generation, until converted */
+  /* First cache line: all a conforming packet of a lone policer reads (the fields its flow
+   * lookup and charge need, then cur.rate at offset 24). */
   sl_u64 idle_timeout_ns;      /* a flow idle this long starts again full */
   sl_u32 overhead_bytes;       /* added to a frame's length for byte rates */
-  sl_s32 parent;               /* rule index, -1: none */
   sl_u32 gen;                  /* generation of cur (see "Rule changes") */
   sl_u16 state;                /* state slot: buckets, flows and counters */
   sl_u8 algorithm;             /* enum sl_algorithm */
@@ -162,11 +161,14 @@ struct sl_xdp_rule {
   sl_u8 cost_unit;             /* enum sl_cost_unit */
   sl_u8 chain_len;             /* entries of chain[] in use, >= 1 */
   sl_u8 reserved[1];
+  struct sl_xdp_profiles cur;  /* buckets of generation gen */
+  struct sl_xdp_profiles prev; /* buckets of an older generation, until converted */
+  sl_s32 parent;               /* rule index, -1: none */
   sl_s16 chain[SL_XDP_MAX_CHAIN]; /* this rule, then its parents, nearest first (same bank) */
   struct sl_action_entry action;   /* on exceeding (policers, windows) */
   struct sl_action_entry overflow; /* when no flow slot can be had */
   struct sl_action_entry green, yellow, red; /* meters */
-  sl_u8 reserved2[6];
+  sl_u8 reserved2[10];
 };
 
 /* Map sl_config, key 0. */
@@ -183,18 +185,45 @@ struct sl_xdp_bank {
   sl_u16 field_mask; /* enum sl_field_bit */
 };
 
-/* Map sl_flows (LRU hash) key: the rule's state slot and the flow key words of its key mode, laid out as
- * the core's FlowKey (flow_key.hpp): w[0] = mode | IP version << 8 | prefix bits << 16 |
- * proto << 24 | src port << 32 | dst port << 48; IPv4 w[1] = src | dst << 32; IPv6 w[1..2] src,
- * w[3..4] dst (addresses as loaded little-endian from the wire). */
+/*
+ * Flow tables. Every keyed rule has a table of its own (as on the DPDK backend): an LRU hash
+ * of at most the rule's max-flows entries, created by the loader when the rule gets its state
+ * slot and held in sl_flow_tables (an array of maps) at that slot, so one rule's flood evicts
+ * only its own flows and a rule set switch keeps the table of every kept rule. A new flow in a
+ * full table takes the least recently used entry (the kernel's LRU choice); if the table
+ * refuses the insert, the packet gets the rule's overflow action. The LRU evicts silently, so
+ * the program counts the flows it creates (sl_slot_counters.flows_created) and user space
+ * derives flows_evicted = flows created - flows in the table (the loader itself never deletes
+ * a flow from a kept rule's table).
+ *
+ * A rule keyed by one address has its table in sl_addr_flow_tables (a shorter key: struct
+ * sl_addr_flow_key), any other keyed rule in sl_flow_tables; the slot of the other is empty.
+ *
+ * Key: the flow key words of the rule's key mode, laid out as the core's FlowKey
+ * (flow_key.hpp): w[0] = mode | IP version << 8 | prefix bits << 16 | proto << 24 | src port
+ * << 32 | dst port << 48; IPv4 w[1] = src | dst << 32; IPv6 w[1..2] src, w[3..4] dst
+ * (addresses as loaded little-endian from the wire); unused words zero.
+ */
 #define SL_FLOW_KEY_WORDS 5
 struct sl_flow_key {
-  sl_u32 state;
-  sl_u32 reserved;
   sl_u64 w[SL_FLOW_KEY_WORDS];
 };
 
-/* A bucket (value of sl_flows, and of sl_aggregates by state slot). */
+/* The key of a rule keyed by one address (src-ip, dst-ip, src-prefix/N, dst-prefix/N), in a
+ * table of sl_addr_flow_tables: w[0] as above, w[1..2] the address (IPv4: w[1]'s low 32 bits,
+ * w[2] zero). 24 bytes instead of 40 for the kernel to hash and compare per packet. */
+#define SL_ADDR_FLOW_KEY_WORDS 3
+struct sl_addr_flow_key {
+  sl_u64 w[SL_ADDR_FLOW_KEY_WORDS];
+};
+
+/* 1 if a rule of key mode `mode` keys its flows by one address (struct sl_addr_flow_key). */
+static inline int sl_addr_key_mode(unsigned mode) {
+  return mode == SL_KEY_SRC_IP || mode == SL_KEY_DST_IP || mode == SL_KEY_SRC_PREFIX ||
+         mode == SL_KEY_DST_PREFIX;
+}
+
+/* A bucket (value of a flow table, and of sl_aggregates by state slot). */
 struct sl_bucket {
   sl_u64 seq;                /* 0: never initialised; odd: a writer is inside (see above) */
   sl_u64 w0;                 /* the bucket word; meters: sl_meter_state.e0 */
@@ -228,6 +257,8 @@ struct sl_counter {
 };
 struct sl_slot_counters {
   struct sl_counter outcome[SL_OUTCOME_COUNT];
+  sl_u64 flows_created; /* flows inserted into the slot's flow table ("Flow tables") */
+  sl_u64 reserved;
 };
 
 #endif /* SLUICE_ABI_SLUICE_ABI_H */

@@ -23,18 +23,21 @@ static_assert(sizeof(sl_rate_profile) == 40 && sizeof(sl_meter_profile) == 96 &&
               sizeof(sl_window_profile) == 24);
 static_assert(offsetof(sl_xdp_profiles, meter) == 40 && offsetof(sl_xdp_profiles, window) == 136 &&
               sizeof(sl_xdp_profiles) == 160);
-static_assert(offsetof(sl_xdp_rule, prev) == 160 && offsetof(sl_xdp_rule, idle_timeout_ns) == 320 &&
-              offsetof(sl_xdp_rule, gen) == 336 && offsetof(sl_xdp_rule, state) == 340 &&
-              offsetof(sl_xdp_rule, chain) == 348 && offsetof(sl_xdp_rule, action) == 364 &&
-              sizeof(sl_xdp_rule) == 384);
+static_assert(offsetof(sl_xdp_rule, gen) == 12 && offsetof(sl_xdp_rule, state) == 16 &&
+              offsetof(sl_xdp_rule, chain_len) == 22 && offsetof(sl_xdp_rule, cur) == 24 &&
+              offsetof(sl_xdp_rule, cur) + sizeof(sl_rate_profile) == 64 &&
+              offsetof(sl_xdp_rule, prev) == 184 && offsetof(sl_xdp_rule, chain) == 348 &&
+              offsetof(sl_xdp_rule, action) == 364 && sizeof(sl_xdp_rule) == 384,
+              "the hot fields and cur.rate in the first cache line");
 static_assert(offsetof(sl_xdp_config, test_now_ns) == 8 && sizeof(sl_xdp_config) == 16);
 static_assert(sizeof(sl_xdp_bank) == 8);
-static_assert(offsetof(sl_flow_key, w) == 8 && sizeof(sl_flow_key) == 48);
+static_assert(sizeof(sl_flow_key) == 40 && sizeof(sl_addr_flow_key) == 24);
 static_assert(sizeof(FlowKey::w) == sizeof(sl_flow_key::w), "the core's flow key words");
 static_assert(offsetof(sl_bucket, w0) == 8 && offsetof(sl_bucket, last_seen_ns) == 24 &&
               offsetof(sl_bucket, gen) == 32 && offsetof(sl_bucket, packets) == 40 &&
               sizeof(sl_bucket) == 56);
-static_assert(sizeof(sl_counter) == 16 && sizeof(sl_slot_counters) == 16 * SL_OUTCOME_COUNT);
+static_assert(sizeof(sl_counter) == 16 && sizeof(sl_slot_counters) == 16 * SL_OUTCOME_COUNT + 16 &&
+              offsetof(sl_slot_counters, flows_created) == 16 * SL_OUTCOME_COUNT);
 static_assert(SL_XDP_MAX_CHAIN == kMaxParentChain, "XDP charges the chains the loader accepts");
 static_assert(uint8_t(CostUnit::packets) == SL_COST_PACKETS &&
               uint8_t(CostUnit::bytes) == SL_COST_BYTES);

@@ -72,7 +72,7 @@ void attach_count_detach(xdp::AttachMode mode, uint32_t mode_flag) {
   const std::string dir = (*backend)->pin_dir();
   EXPECT_EQ(dir, "/sys/fs/bpf/sluice/" + ns.a());
   EXPECT_TRUE(exists(dir + "/sl_counters"));
-  EXPECT_TRUE(exists(dir + "/sl_flows"));
+  EXPECT_TRUE(exists(dir + "/sl_flow_tables"));
 
   auto second = xdp::XdpBackend::attach(ns.a(), mode, rules);
   ASSERT_FALSE(second.ok());

@@ -164,6 +164,19 @@ void run_differential(const Scenario& sc, uint32_t seed, uint64_t start_ns = 3'0
   uint64_t marked = 0;
   for (const TrafficCounters& t : core_counters.per_rule) marked += t.pkts(Outcome::marked);
   EXPECT_GT(marked, 10u);
+  // The flows each keyed rule holds and has evicted (none here: tables of the default size;
+  // xdp_flow_tables floods small ones).
+  auto xdp_flows = prog->flow_counts();
+  ASSERT_TRUE(xdp_flows.ok()) << xdp_flows.error().message;
+  const CountersSnapshot core_snap = (*pipeline)->snapshot({&core_counters});
+  ASSERT_EQ(xdp_flows->size(), rules.rules.size());
+  for (size_t i = 0; i < rules.rules.size(); ++i) {
+    SCOPED_TRACE(rules.rules[i].name);
+    EXPECT_EQ((*xdp_flows)[i].evicted, core_snap.rules[i].flows_evicted);
+    if (rules.rules[i].key != KeyMode::none) {
+      EXPECT_EQ((*xdp_flows)[i].active, core_snap.rules[i].active_flows);
+    }
+  }
   for (size_t i = 0; i < core_counters.per_rule.size(); ++i) {
     SCOPED_TRACE(i < rules.rules.size() ? rules.rules[i].name : "default");
     EXPECT_GT(core_counters.per_rule[i].pkts(Outcome::matched), 0u);  // every rule is hit

@@ -110,7 +110,7 @@ TEST(AfPacketDrops, KernelRingDropsAreCountedAsMissed) {
   SLUICE_REQUIRE_EAL();
   VethNetns net;
   ASSERT_TRUE(net.ok()) << "cannot create the namespace and veth pair";
-  auto pool = Mempool::create("apd_pool", 1023, 32, SOCKET_ID_ANY);
+  auto pool = Mempool::create("apd_pool", 1023, RTE_MBUF_DEFAULT_BUF_SIZE, 32, SOCKET_ID_ANY);
   ASSERT_TRUE(pool) << pool.error().message;
 
   // The driver opens and binds its socket at probe, and sets the interface's flags by name, in

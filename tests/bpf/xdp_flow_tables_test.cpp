@@ -1,0 +1,241 @@
+// Per-rule flow tables on the XDP backend (sluice_abi.h "Flow tables"), against the core
+// Pipeline as `sluiced --replay` runs it: each keyed rule holds at most its max-flows flows,
+// a flood of new keys under one rule evicts only that rule's flows, flows_evicted counts what
+// the core counts, and a rule set switch keeps the tables (and tokens) of kept rules.
+//
+// The trace spaces the flood's packets 5 ms apart: the core evicts only a flow idle for at
+// least 1 ms (else the new flow gets the overflow action), the kernel's LRU any flow, so
+// both decide the same only on such a trace. The test runs on one CPU: the kernel's LRU keeps
+// free entries per CPU, and a thread moving between CPUs could find its table's free entries
+// parked on the other one.
+#include <sched.h>
+
+#include <cstring>
+
+#include "packet_builder.hpp"
+#include "pipeline.hpp"
+#include "xdp_flow_tables.hpp"
+#include "xdp_flows_top.hpp"
+#include "xdp_harness.hpp"
+
+namespace sluice {
+namespace {
+
+using testing::PacketBuilder;
+using namespace xdp_test;
+
+constexpr uint64_t kT0 = 2'000'000'000;
+constexpr uint64_t kMs = 1'000'000;
+constexpr int kFloodSources = 40;
+constexpr uint64_t kFloodMaxFlows = 4;
+
+// flood: one new source after another; steady: three sources that spent their burst before
+// the flood, so that a flow of theirs evicted meanwhile would show (it starts again full).
+const char* kRules =
+    "default: {action: pass}\n"
+    "rules:\n"
+    "  - {name: flood, match: {proto: udp, dst-port: 53}, key: src-ip, rate: 1pps, burst: 1,"
+    " algorithm: token-bucket, action: drop, max-flows: 4}\n"
+    "  - {name: steady, match: {proto: udp, dst-port: 80}, key: src-ip, rate: 1pps, burst: 2,"
+    " algorithm: gcra, action: drop, max-flows: 4}\n";
+
+Bytes udp_from(const std::string& src, uint16_t dst_port) {
+  return PacketBuilder().ipv4(src, "192.0.2.1").udp(4000, dst_port).payload(18).build();
+}
+
+std::string steady_source(int i) { return "10.1.0." + std::to_string(1 + i); }
+std::string flood_source(int i) {
+  return "10.2." + std::to_string(i / 200) + "." + std::to_string(1 + i % 200);
+}
+
+struct Packet {
+  Bytes frame;
+  uint64_t now_ns;
+};
+
+// steady's three sources, three packets each (two conform, one is dropped); then the flood;
+// then steady's sources once more (still out of tokens: dropped, if their flows were kept).
+std::vector<Packet> flood_trace() {
+  std::vector<Packet> t;
+  for (int s = 0; s < 3; ++s)
+    for (int k = 0; k < 3; ++k) t.push_back({udp_from(steady_source(s), 80), kT0});
+  for (int i = 0; i < kFloodSources; ++i)
+    t.push_back({udp_from(flood_source(i), 53), kT0 + uint64_t(i + 1) * 5 * kMs});
+  const uint64_t after = kT0 + uint64_t(kFloodSources + 2) * 5 * kMs;
+  for (int s = 0; s < 3; ++s) t.push_back({udp_from(steady_source(s), 80), after});
+  return t;
+}
+
+// The calling thread on CPU 0 for the test's lifetime.
+class OnOneCpu {
+ public:
+  OnOneCpu() {
+    sched_getaffinity(0, sizeof(old_), &old_);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pinned_ = sched_setaffinity(0, sizeof(one), &one) == 0;
+  }
+  ~OnOneCpu() { sched_setaffinity(0, sizeof(old_), &old_); }
+  bool pinned() const { return pinned_; }
+
+ private:
+  cpu_set_t old_{};
+  bool pinned_ = false;
+};
+
+class XdpFlowTables : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(cpu_.pinned());
+    rules_ = rules_from(kRules);
+    PipelineOptions popts;
+    popts.hash_seed = 0x5eed;
+    popts.single_writer = true;
+    popts.stale_read_tolerance_ns = 0;
+    auto p = Pipeline::create(rules_, popts);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    core_ = std::move(*p);
+    core_counters_ = core_->make_counters();
+    prog_ = load_test_program(0);
+    ASSERT_NE(prog_, nullptr);
+    Status s = prog_->set_rules(rules_);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+  }
+
+  // Both backends decide every packet the same; returns the XDP verdicts.
+  std::vector<uint32_t> run_both(const std::vector<Packet>& trace) {
+    std::vector<uint32_t> verdicts;
+    for (const Packet& p : trace) {
+      Bytes core_frame = p.frame;
+      const Verdict v = core_->process(core_frame.data(), uint32_t(core_frame.size()), 0,
+                                       p.now_ns, core_counters_);
+      const uint32_t x = run_at(*prog_, p.frame, p.now_ns).verdict;
+      EXPECT_EQ(x, v.kind == Verdict::Kind::drop ? uint32_t(XDP_DROP) : uint32_t(XDP_PASS))
+          << "packet at " << p.now_ns;
+      verdicts.push_back(x);
+    }
+    return verdicts;
+  }
+
+  // The XDP flow counts beside the core's, rule by rule (the same rules run on both).
+  void expect_flows(const std::vector<uint64_t>& active, const std::vector<uint64_t>& evicted) {
+    auto x = prog_->flow_counts();
+    ASSERT_TRUE(x.ok()) << x.error().message;
+    const CountersSnapshot core = core_->snapshot({&core_counters_});
+    ASSERT_EQ(x->size(), active.size());
+    ASSERT_EQ(core.rules.size(), active.size());
+    for (size_t i = 0; i < active.size(); ++i) {
+      SCOPED_TRACE(core.rules[i].name);
+      EXPECT_EQ((*x)[i].active, active[i]);
+      EXPECT_EQ((*x)[i].evicted, evicted[i]);
+      EXPECT_EQ(core.rules[i].active_flows, active[i]) << "the core";
+      EXPECT_EQ(core.rules[i].flows_evicted, evicted[i]) << "the core";
+    }
+  }
+
+  OnOneCpu cpu_;
+  RuleSet rules_;
+  std::unique_ptr<Pipeline> core_;
+  WorkerCounters core_counters_;
+  std::unique_ptr<xdp::XdpProgram> prog_;
+};
+
+TEST_F(XdpFlowTables, AFloodEvictsOnlyItsOwnRulesFlowsAndCountsThem) {
+  const std::vector<Packet> trace = flood_trace();
+  const std::vector<uint32_t> v = run_both(trace);
+  ASSERT_EQ(v.size(), 9u + kFloodSources + 3u);
+  // Every flood source is new, so each conforms on a full bucket of its own.
+  for (int i = 0; i < kFloodSources; ++i) EXPECT_EQ(v[9 + size_t(i)], uint32_t(XDP_PASS)) << i;
+  // steady's flows outlived the flood: still out of tokens.
+  for (size_t i = v.size() - 3; i < v.size(); ++i) EXPECT_EQ(v[i], uint32_t(XDP_DROP)) << i;
+  expect_flows({kFloodMaxFlows, 3}, {kFloodSources - kFloodMaxFlows, 0});
+}
+
+TEST_F(XdpFlowTables, ARuleSetSwitchKeepsTheTablesAndTokensOfKeptRules) {
+  run_both(flood_trace());
+  // steady gets a new rate (its tokens carry over, capped at the new burst), flood is
+  // unchanged, a new keyed rule comes first: the kept rules keep their tables.
+  const RuleSet next = rules_from(
+      "default: {action: pass}\n"
+      "rules:\n"
+      "  - {name: fresh, match: {proto: udp, dst-port: 443}, key: src-ip, rate: 1pps, burst: 1,"
+      " algorithm: token-bucket, action: drop, max-flows: 2}\n"
+      "  - {name: flood, match: {proto: udp, dst-port: 53}, key: src-ip, rate: 1pps, burst: 1,"
+      " algorithm: token-bucket, action: drop, max-flows: 4}\n"
+      "  - {name: steady, match: {proto: udp, dst-port: 80}, key: src-ip, rate: 2pps, burst: 2,"
+      " algorithm: gcra, action: drop, max-flows: 4}\n");
+  const uint64_t at = kT0 + uint64_t(kFloodSources + 3) * 5 * kMs;
+  ASSERT_TRUE(core_->apply(next, at).ok());
+  ASSERT_TRUE(prog_->set_test_now(at).ok());
+  Status s = prog_->set_rules(next);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  expect_flows({0, kFloodMaxFlows, 3}, {0, kFloodSources - kFloodMaxFlows, 0});
+
+  std::vector<Packet> after;
+  for (int s2 = 0; s2 < 3; ++s2) after.push_back({udp_from(steady_source(s2), 80), at + kMs});
+  // the flood's last source is one of the four flows its table kept: out of tokens
+  after.push_back({udp_from(flood_source(kFloodSources - 1), 53), at + kMs});
+  for (int i = 0; i < 3; ++i) after.push_back({udp_from(flood_source(100 + i), 443), at + 5 * kMs * uint64_t(i + 1)});
+  const std::vector<uint32_t> v = run_both(after);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(v[i], uint32_t(XDP_DROP)) << i;
+  expect_flows({2, kFloodMaxFlows, 3}, {1, kFloodSources - kFloodMaxFlows, 0});
+
+  // flood removed: its table goes; the others keep theirs.
+  const RuleSet last = rules_from(
+      "default: {action: pass}\n"
+      "rules:\n"
+      "  - {name: fresh, match: {proto: udp, dst-port: 443}, key: src-ip, rate: 1pps, burst: 1,"
+      " algorithm: token-bucket, action: drop, max-flows: 2}\n"
+      "  - {name: steady, match: {proto: udp, dst-port: 80}, key: src-ip, rate: 2pps, burst: 2,"
+      " algorithm: gcra, action: drop, max-flows: 4}\n");
+  ASSERT_TRUE(core_->apply(last, at + 10 * kMs).ok());
+  ASSERT_TRUE(prog_->set_test_now(at + 10 * kMs).ok());
+  s = prog_->set_rules(last);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  expect_flows({2, 3}, {1, 0});
+}
+
+TEST(XdpFlowTablesSize, ATableTooLargeIsRefusedAndNothingChanges) {
+  auto prog = load_test_program(0);
+  ASSERT_NE(prog, nullptr);
+  const RuleSet ok = rules_from(
+      "rules:\n  - {name: a, match: {proto: udp}, key: src-ip, rate: 1pps, burst: 1,"
+      " algorithm: token-bucket, action: drop, max-flows: 8}\n");
+  ASSERT_TRUE(prog->set_rules(ok).ok());
+  const RuleSet huge = rules_from(
+      "rules:\n  - {name: b, match: {proto: tcp}, key: src-ip, rate: 1pps, burst: 1,"
+      " algorithm: token-bucket, action: drop, max-flows: 200000000}\n");
+  Status s = prog->set_rules(huge);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("rule \"b\""), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("flows"), std::string::npos) << s.error().message;
+  ASSERT_EQ(prog->rules().rules.size(), 1u);
+  EXPECT_EQ(prog->rules().rules[0].name, "a");
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// A rule keyed by one address keeps a 24-byte key; read back, it reads as the long layout.
+TEST(XdpAddrFlowKey, ReadsBackInTheLongLayout) {
+  sl_addr_flow_key k{};
+  const uint8_t v4[4] = {192, 0, 2, 53};
+  std::memcpy(&k.w[1], v4, 4);
+  k.w[0] = SL_KEY_DST_IP | uint64_t(4) << 8;
+  EXPECT_EQ(xdp::format_flow_key(xdp::full_flow_key(k)), "192.0.2.53");
+  k.w[0] = SL_KEY_SRC_PREFIX | uint64_t(4) << 8 | uint64_t(24) << 16;
+  EXPECT_EQ(xdp::format_flow_key(xdp::full_flow_key(k)), "192.0.2.53/24");
+  const uint8_t v6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7};
+  std::memcpy(&k.w[1], v6, 16);
+  k.w[0] = SL_KEY_DST_PREFIX | uint64_t(6) << 8 | uint64_t(128) << 16;
+  EXPECT_EQ(xdp::format_flow_key(xdp::full_flow_key(k)), "2001:db8::7/128");
+  k.w[0] = SL_KEY_SRC_IP | uint64_t(6) << 8;
+  EXPECT_EQ(xdp::format_flow_key(xdp::full_flow_key(k)), "2001:db8::7");
+}
+
+}  // namespace
+}  // namespace sluice
