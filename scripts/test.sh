@@ -5,7 +5,9 @@
 #      UndefinedBehaviorSanitizer (docs/SANITIZERS.md says what is left out and why);
 #   3. the concurrency tests under ThreadSanitizer;
 #   4. the Debian package: built once by scripts/package.sh (lintian-checked), then installed
-#      into a scratch root and run by tests/install/package_check.sh (counted as one test).
+#      into a scratch root and run by tests/install/package_check.sh, and installed into a
+#      container whose PID 1 is systemd, which runs its sluiced@.service
+#      (tests/install/unit_systemd.sh): two tests.
 #   5. a short run of every libFuzzer target (tests/fuzz, clang, build-fuzz), one test each.
 # Ends with meson's summaries and one plain line "N passed, N failed[, N skipped]".
 set -uo pipefail
@@ -98,13 +100,28 @@ build "TSan" build-tsan "${tsan_suites[@]/#/tests/test_}" &&
 
 echo "=== Debian package ==="
 t0=$SECONDS
+pkg_ok=0 pkg_fail=0 pkg_skip=0
+deb=""
 if deb=$(scripts/package.sh build-deb | tail -1) && tests/install/package_check.sh "$deb"; then
-  passed=$((passed + 1))
-  summaries+=("Debian package: 1 passed, 0 failed, 0 skipped ($((SECONDS - t0)) s)")
+  pkg_ok=$((pkg_ok + 1))
 else
-  failed=$((failed + 1))
-  summaries+=("Debian package: 0 passed, 1 failed, 0 skipped")
+  pkg_fail=$((pkg_fail + 1))
 fi
+# The package's sluiced@.service under a real systemd (PID 1 of a container), one more test.
+rc=1
+if [ -f "$deb" ]; then
+  TRACEGEN=$PWD/build/tools/sluice-tracegen tests/install/unit_systemd.sh "$deb"
+  rc=$?
+fi
+case $rc in
+  0) pkg_ok=$((pkg_ok + 1)) ;;
+  77) pkg_skip=$((pkg_skip + 1)) ;;
+  *) pkg_fail=$((pkg_fail + 1)) ;;
+esac
+passed=$((passed + pkg_ok))
+failed=$((failed + pkg_fail))
+skipped=$((skipped + pkg_skip))
+summaries+=("Debian package: $pkg_ok passed, $pkg_fail failed, $pkg_skip skipped ($((SECONDS - t0)) s)")
 # Every fuzz target for FUZZ_SECONDS (30 s) from its seeds: one test each, passed if it
 # found no crash (scripts/fuzz.sh; a crashing input is kept in build-fuzz/artifacts/). Built
 # first, then run two at a time: one per core of the 2-core CI machine.

@@ -77,6 +77,7 @@ EOF
   ((${#CT_CGROUPS[@]} > 0)) || inst_skip "no cgroup2 or name=systemd hierarchy is mounted"
   (
     for cg in "${CT_CGROUPS[@]}"; do echo "$BASHPID" >"$cg/cgroup.procs"; done
+    # shellcheck disable=SC2016  # $1 and $@ are the inner shell's
     exec unshare --mount --propagation private /bin/sh -c '
       mount -t tmpfs -o mode=0755 tmpfs /run && mount --bind / "$1" || exit 1
       shift
@@ -87,8 +88,8 @@ EOF
       --boot -- systemd.unit=sluice-test.target
   ) </dev/null >"$CT_DIR/console.log" 2>&1 &
   CT_NSPAWN_PID=$!
-  local i p state=""
-  for i in $(seq 300); do
+  local _ p state=""
+  for _ in $(seq 300); do
     kill -0 "$CT_NSPAWN_PID" 2>/dev/null || { cat "$CT_DIR/console.log"; inst_fail "systemd-nspawn exited while booting"; }
     if [ -z "$CT_LEADER" ]; then
       for p in $(pgrep -P "$CT_NSPAWN_PID" || true); do

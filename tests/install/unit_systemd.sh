@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # unit_systemd [DEB]: sluiced@.service run by a real systemd, PID 1 of a throwaway container
 # (tests/install/container.sh: this host's OS tree under a tmpfs overlay, private network).
-# Into it goes the build's `meson install` tree, or with DEB the package (`dpkg -i`). Then:
+# Into it goes the build's `meson install` tree, or with DEB the package (`dpkg -i`; then
+# `sluicectl config check /etc/sluice/rules.yaml` and `man -w sluicectl` work there). Then:
 #   - `systemctl cat sluiced@` shows the installed template (the package's: /lib/systemd/system);
 #   - profile /etc/sluice/t.conf (EAL args: net_pcap replaying a UDP trace in a loop into
 #     net_null, no PCI, no hugepages) and rules t.yaml with rule `capped` at 1 kpps;
@@ -29,6 +30,7 @@ if [ -n "$DEB" ]; then
 else
   inst_init unit_systemd
 fi
+# shellcheck disable=SC2317  # the EXIT trap
 on_exit() {
   local rc=$?
   set +e
@@ -52,7 +54,7 @@ if [ -n "$DEB" ]; then
   what="package $(basename "$DEB")"
 else
   inst_install "$SHARE/dest"
-  inst_dirs
+  inst_dirs "$BUILD_ROOT"
   UNIT_FILE=$(inst_unit_dir)/sluiced@.service
   what="meson install of $BUILD_ROOT (prefix $PREFIX)"
 fi
@@ -78,6 +80,9 @@ log "container up: PID 1 is $(ct_run ps -o comm= -p 1) ($(ct_run systemctl is-sy
 if [ -n "$DEB" ]; then
   ct_run dpkg -i "/mnt/sluice-test/$(basename "$DEB")" >"$W/dpkg.log" 2>&1 ||
     { cat "$W/dpkg.log"; inst_fail "dpkg -i in the container failed"; }
+  # What an operator does first on the installed package.
+  ct_run sluicectl config check /etc/sluice/rules.yaml || inst_fail "sluicectl config check /etc/sluice/rules.yaml failed"
+  [ "$(ct_run man -w sluicectl)" = /usr/share/man/man8/sluicectl.8.gz ] || inst_fail "man -w sluicectl does not find the package's page"
 else
   ct_run cp -a /mnt/sluice-test/dest/. / || inst_fail "copying the install tree into the container failed"
 fi
@@ -115,12 +120,12 @@ EOF
 # else 1 with the reason in WHY. Leaves the unit stopped.
 WHY=""
 exercise() {
-  local unit=$1 i pid0 pid1 out rate1 rate3 tx ma mb mc md
+  local unit=$1 _ pid0 pid1 out rate1 rate3 tx mb mc md
   WHY=""
   ct_run cp /mnt/sluice-test/t1.yaml "$SYSCONFDIR/sluice/t.yaml"
   ct_run systemctl start "$unit" || { WHY="systemctl start $unit failed"; return 1; }
   # Up once its workers forward (stats answers; until then "the dataplane is not set up yet").
-  for i in $(seq 300); do
+  for _ in $(seq 300); do
     ct_run "$CTL" --socket "$SOCK" stats --json >/dev/null 2>&1 &&
       ct_run "$CTL" --socket "$SOCK" rule list >"$W/list1.txt" && break
     [ "$(show "$unit" ActiveState)" = active ] || { WHY="$unit is $(show "$unit" ActiveState) after start"; return 1; }
@@ -129,7 +134,7 @@ exercise() {
   grep -q '^capped .*1kpps' "$W/list1.txt" || { WHY="no rule capped at 1kpps on $SOCK: $(cat "$W/list1.txt")"; return 1; }
   pid0=$(show "$unit" MainPID)
   out=$(window a b) || { WHY="sluicectl stats failed"; return 1; }
-  read -r rate1 tx ma mb <<<"$out"
+  read -r rate1 tx _ mb <<<"$out"
   log "$unit: MainPID $pid0, capped admits $rate1/s at 1kpps, port tx +$tx in 1.5 s"
   ((tx > 0)) || { WHY="$unit forwards nothing before the reload"; return 1; }
   ((rate1 >= 500 && rate1 <= 1500)) || { WHY="capped admits $rate1/s, want ~1000 (1kpps)"; return 1; }
@@ -156,8 +161,10 @@ exercise() {
   local state result status
   state=$(show "$unit" ActiveState) result=$(show "$unit" Result) status=$(show "$unit" ExecMainStatus)
   log "$unit: stopped: $state, result $result, exit status $status"
-  [ "$state" = inactive ] && [ "$result" = success ] && [ "$status" = 0 ] ||
-    { WHY="after stop $unit is $state, result $result, exit status $status (want inactive, success, 0)"; return 1; }
+  if [ "$state" != inactive ] || [ "$result" != success ] || [ "$status" != 0 ]; then
+    WHY="after stop $unit is $state, result $result, exit status $status (want inactive, success, 0)"
+    return 1
+  fi
   ! ct_run test -e "$SOCK" || { WHY="the control socket outlived $unit"; return 1; }
   return 0
 }
