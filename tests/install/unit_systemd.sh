@@ -11,6 +11,7 @@
 #   - t.yaml changed to 3 kpps, `systemctl reload sluiced@t`: ExecReload's `sluicectl config
 #     load` applies it to the running dataplane: same MainPID, no restart, the counters kept
 #     (not reset), still forwarding, `capped` listed and admitting at ~3 kpps;
+#   - t.yaml made invalid, `systemctl reload` fails and changes nothing (same PID, same rules);
 #   - `systemctl stop sluiced@t`: SIGTERM, exit status 0, unit inactive (not failed), socket gone.
 # Negative control: a copy of the unit whose ExecReload= loads nothing (/bin/true) must fail the
 # same checks, so a reload that does not reach the dataplane cannot pass here.
@@ -67,6 +68,7 @@ rules() {
 }
 rules 1kpps 500 >"$SHARE/t1.yaml"
 rules 3kpps 1500 >"$SHARE/t3.yaml"
+rules 0pps 1500 >"$SHARE/bad.yaml"  # a zero rate: refused as a whole
 cat >"$SHARE/t.conf" <<EOF
 # sluiced@t: a traffic loop that needs no NIC (net_pcap replays t.pcap forever into net_null).
 SLUICED_EAL_ARGS="-l 0,1 --no-pci --no-huge -m 512 --file-prefix sluice-t --vdev net_pcap0,rx_pcap=$SYSCONFDIR/sluice/t.pcap,infinite_rx=1 --vdev net_null1,no-rx=1"
@@ -156,6 +158,21 @@ exercise() {
     { WHY="capped admits $rate3/s after reload to 3kpps (was $rate1/s at 1kpps)"; return 1; }
   ct_run journalctl -u "$unit" -o cat >"$W/journal.txt" 2>&1 || true
   grep -q "^Reloaded " "$W/journal.txt" || { WHY="the journal has no 'Reloaded' line for $unit"; return 1; }
+
+  # An invalid rules file: the reload fails, the running dataplane and its rules stay.
+  ct_run cp /mnt/sluice-test/bad.yaml "$SYSCONFDIR/sluice/t.yaml"
+  if ct_run systemctl reload "$unit" 2>"$W/bad-reload.err"; then
+    WHY="systemctl reload $unit succeeded with an invalid t.yaml"
+    return 1
+  fi
+  if [ "$(show "$unit" MainPID)" != "$pid0" ] || [ "$(show "$unit" ActiveState)" != active ]; then
+    WHY="a failed reload stopped or restarted $unit"
+    return 1
+  fi
+  ct_run "$CTL" --socket "$SOCK" rule list >"$W/list-bad.txt" || true
+  grep -q '^capped .*3kpps' "$W/list-bad.txt" ||
+    { WHY="a failed reload changed the running rules: $(cat "$W/list-bad.txt")"; return 1; }
+  log "$unit: reload with an invalid t.yaml fails, MainPID $pid0 still runs its rules"
 
   ct_run systemctl stop "$unit" || { WHY="systemctl stop $unit failed"; return 1; }
   local state result status
