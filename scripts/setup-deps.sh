@@ -17,6 +17,7 @@ packages=(
   valgrind  # callgrind: scripts/bench.sh instructions
   # installing as a service: manual pages, bash completion, unit checks, the Debian package
   scdoc bash-completion man-db systemd libcap2-bin debhelper dpkg-dev lintian
+  systemd-container  # systemd-nspawn: tests/install/unit_systemd.sh runs the unit under systemd
 )
 
 missing=()

@@ -5,7 +5,9 @@
 #      UndefinedBehaviorSanitizer (docs/SANITIZERS.md says what is left out and why);
 #   3. the concurrency tests under ThreadSanitizer;
 #   4. the Debian package: built once by scripts/package.sh (lintian-checked), then installed
-#      into a scratch root and run by tests/install/package_check.sh (counted as one test).
+#      into a scratch root and run by tests/install/package_check.sh, and installed into a
+#      container whose PID 1 is systemd, which runs its sluiced@.service
+#      (tests/install/unit_systemd.sh): two tests.
 #   5. a short run of every libFuzzer target (tests/fuzz, clang, build-fuzz), one test each.
 # Ends with meson's summaries and one plain line "N passed, N failed[, N skipped]".
 set -uo pipefail
@@ -76,13 +78,24 @@ setup_build build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lund
 # The live dataplane too: the dpdk suite and the integration scripts on the ASan binaries,
 # less the two whose assertions need more packets per second than an -O0 ASan build moves
 # (docs/SANITIZERS.md): TwoLcores.AggregateAdmitsAtMostBurstPlusRateTimesTime, vhost_virtio.
-if build "ASan+UBSan" build-asan; then
+asan_suites=(--suite unit --suite e2e --suite dpdk)
+asan_integration=(pcap_vs_replay af_xdp_rate af_xdp_mbufs two_lcores_aggregate operator_reads)
+# Only what those tests need is built (what `meson test` would build for them: not the
+# benchmarks nor the bpf suite's programs), and meson test is told not to rebuild the rest.
+asan_targets=()
+if asan_list=$(scripts/lib/test_targets.py build-asan "${asan_suites[@]}" "${asan_integration[@]}"); then
+  mapfile -t asan_targets <<<"$asan_list"
+else
+  failed=$((failed + 1))
+  summaries+=("ASan+UBSan: FAILED to list the targets of its tests")
+fi
+if ((${#asan_targets[@]} > 0)) && build "ASan+UBSan" build-asan "${asan_targets[@]}"; then
   # 2,000 rather than 10,000 live rule changes: the same paths, a fifth of the -O0 time.
   SLUICE_CHANGES=2000 GTEST_FILTER=-TwoLcores.AggregateAdmitsAtMostBurstPlusRateTimesTime \
     run_tests "ASan+UBSan" \
-    build-asan --suite unit --suite e2e --suite dpdk --timeout-multiplier 4
-  run_tests "ASan+UBSan integration" build-asan --timeout-multiplier 4 pcap_vs_replay \
-    af_xdp_rate af_xdp_mbufs two_lcores_aggregate operator_reads
+    build-asan --no-rebuild "${asan_suites[@]}" --timeout-multiplier 4
+  run_tests "ASan+UBSan integration" build-asan --no-rebuild --timeout-multiplier 4 \
+    "${asan_integration[@]}"
 fi
 
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
@@ -98,13 +111,28 @@ build "TSan" build-tsan "${tsan_suites[@]/#/tests/test_}" &&
 
 echo "=== Debian package ==="
 t0=$SECONDS
+pkg_ok=0 pkg_fail=0 pkg_skip=0
+deb=""
 if deb=$(scripts/package.sh build-deb | tail -1) && tests/install/package_check.sh "$deb"; then
-  passed=$((passed + 1))
-  summaries+=("Debian package: 1 passed, 0 failed, 0 skipped ($((SECONDS - t0)) s)")
+  pkg_ok=$((pkg_ok + 1))
 else
-  failed=$((failed + 1))
-  summaries+=("Debian package: 0 passed, 1 failed, 0 skipped")
+  pkg_fail=$((pkg_fail + 1))
 fi
+# The package's sluiced@.service under a real systemd (PID 1 of a container), one more test.
+rc=1
+if [ -f "$deb" ]; then
+  TRACEGEN=$PWD/build/tools/sluice-tracegen tests/install/unit_systemd.sh "$deb"
+  rc=$?
+fi
+case $rc in
+  0) pkg_ok=$((pkg_ok + 1)) ;;
+  77) pkg_skip=$((pkg_skip + 1)) ;;
+  *) pkg_fail=$((pkg_fail + 1)) ;;
+esac
+passed=$((passed + pkg_ok))
+failed=$((failed + pkg_fail))
+skipped=$((skipped + pkg_skip))
+summaries+=("Debian package: $pkg_ok passed, $pkg_fail failed, $pkg_skip skipped ($((SECONDS - t0)) s)")
 # Every fuzz target for FUZZ_SECONDS (30 s) from its seeds: one test each, passed if it
 # found no crash (scripts/fuzz.sh; a crashing input is kept in build-fuzz/artifacts/). Built
 # first, then run two at a time: one per core of the 2-core CI machine.

@@ -24,7 +24,7 @@ inst_pass() {
 }
 
 inst_cleanup() {
-  local rc=$?
+  local rc=${1:-$?}
   if [ -n "$INST_DIR" ]; then
     if [ "${INST_KEEP:-0}" = 1 ]; then echo "kept: $INST_DIR" >&2; else rm -rf "$INST_DIR"; fi
   fi
@@ -33,14 +33,20 @@ inst_cleanup() {
 
 # inst_init NAME: checks the environment, makes $INST_DIR.
 inst_init() {
-  INST_NAME=$1
-  trap inst_cleanup EXIT
-  set -E
-  trap 'echo "FAIL: $INST_NAME: line $LINENO: \"$BASH_COMMAND\" failed (status $?)"' ERR
+  inst_init_standalone "$1"
   local v
   for v in BUILD_ROOT SOURCE_ROOT MESON; do
     [ -n "${!v:-}" ] || inst_fail "$v is not set (run through meson test, or export it)"
   done
+}
+
+# inst_init_standalone NAME: the traps and $INST_DIR only, for a test that needs no build
+# tree (one given a .deb).
+inst_init_standalone() {
+  INST_NAME=$1
+  trap inst_cleanup EXIT
+  set -E
+  trap 'echo "FAIL: $INST_NAME: line $LINENO: \"$BASH_COMMAND\" failed (status $?)"' ERR
   INST_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sluice-inst-$INST_NAME.XXXXXX")
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # unit_caps: the capabilities sluiced@.service grants are the ones sluiced needs, and no more.
-# Without systemd as PID 1 the unit cannot run here, so the test runs sluiced as the unit
-# would: its ExecStart= line with the example profile's EAL arguments and options, root's uid
+# unit_systemd.sh runs the unit under systemd on net_pcap, which needs none of them; the
+# capabilities matter for net_af_xdp on a veth, so this test runs sluiced as the unit would:
+# its ExecStart= line with the example profile's EAL arguments and options, root's uid
 # with the unit's CapabilityBoundingSet, NoNewPrivileges, and systemd's default RLIMIT_MEMLOCK
 # (8 MiB; the unit sets no LimitMEMLOCK=), through setpriv and prlimit, on net_af_xdp over a
 # veth in a network namespace of its own:
