@@ -186,11 +186,13 @@ static inline sl_s64 sl_credit63(sl_u64 t_u, sl_u64 empty_u) { return sl_s63(t_u
 
 /* A policer's credit after the backward-step rule (d mod 2^63): beyond the step limit, a
  * re-base to an empty bucket; beyond the backward window, time gone forward: full. */
-static inline sl_s64 sl_rebase(const struct sl_rate_profile *p, sl_s64 d) {
+static inline sl_s64 sl_rebase_at(sl_s64 step_limit, sl_s64 burst_u, sl_s64 d) {
   /* The rare case as a branch: the common one then adds no select to the word's chain. */
-  if (__builtin_expect(d < sl_step_limit(p, 0), 0))
-    return d < -(sl_s64)SL_BACKWARD_WINDOW_U ? (sl_s64)p->burst_u : 0;
+  if (__builtin_expect(d < step_limit, 0)) return d < -(sl_s64)SL_BACKWARD_WINDOW_U ? burst_u : 0;
   return d;
+}
+static inline sl_s64 sl_rebase(const struct sl_rate_profile *p, sl_s64 d) {
+  return sl_rebase_at(sl_step_limit(p, 0), (sl_s64)p->burst_u, d);
 }
 
 static inline sl_s64 sl_min_s64(sl_s64 a, sl_s64 b) { return a < b ? a : b; }
@@ -257,16 +259,26 @@ static inline sl_u64 sl_gcra_refund(const struct sl_rate_profile *p, sl_u64 tat,
 
 /* ------------------------------------------- token-bucket (word = [stamp:16][credit:48]) */
 
-/* credit >= -(rounding of one cost) > -G: a sub-unit deficit borrows one more granule. */
-static inline sl_u64 sl_tb_pack(sl_u64 t_u, sl_s64 credit) {
-  sl_u64 stamp = (t_u >> SL_TB_GRANULE_SHIFT) + 1;
-  sl_u64 to_granule = ((stamp << SL_TB_GRANULE_SHIFT) - t_u) & ((((sl_u64)1) << 63) - 1);
+/* sl_tb_pack's time-only part: the stamp of the granule after t_u, and the time to it. */
+static inline sl_u64 sl_tb_stamp(sl_u64 t_u) { return (t_u >> SL_TB_GRANULE_SHIFT) + 1; }
+static inline sl_u64 sl_tb_to_granule(sl_u64 t_u, sl_u64 stamp) {
+  return ((stamp << SL_TB_GRANULE_SHIFT) - t_u) & ((((sl_u64)1) << 63) - 1);
+}
+
+/* sl_tb_pack with its time-only part worked out (a burst read at one clock shares it). */
+static inline sl_u64 sl_tb_pack_at(sl_u64 stamp, sl_u64 to_granule, sl_s64 credit) {
   sl_s64 stored = credit + (sl_s64)to_granule; /* in [1 - rounding, B_u + G] */
   if (stored < 0) {
     stamp += 1;
     stored += (sl_s64)(((sl_u64)1) << SL_TB_GRANULE_SHIFT);
   }
   return ((stamp & SL_TB_STAMP_MASK) << SL_TB_CREDIT_BITS) | (sl_u64)stored;
+}
+
+/* credit >= -(rounding of one cost) > -G: a sub-unit deficit borrows one more granule. */
+static inline sl_u64 sl_tb_pack(sl_u64 t_u, sl_s64 credit) {
+  sl_u64 stamp = sl_tb_stamp(t_u);
+  return sl_tb_pack_at(stamp, sl_tb_to_granule(t_u, stamp), credit);
 }
 
 static inline sl_s64 sl_tb_credit(sl_u64 word, sl_u64 t_u) {
@@ -287,6 +299,57 @@ static inline int sl_tb_decide(const struct sl_rate_profile *p, sl_u64 word, sl_
   *next = d0 == d ? word : sl_tb_pack(t, d0);
   if (!sl_police_credit(p, d0, cost, &after)) return 0;
   *next = sl_tb_pack(t, after);
+  return 1;
+}
+
+/* sl_tb_decide with every part that does not depend on the word worked out beforehand: for
+ * a burst of packets read at one clock (sl_tb_at_time) and, for a pps rate, of one cost
+ * (sl_tb_at_cost). The same result and the same *next as sl_tb_decide (bucket_math_test
+ * holds the two together). */
+struct sl_tb_at {
+  sl_u64 t_u, stamp, to_granule; /* sl_time_u(now_ns), sl_tb_stamp, sl_tb_to_granule */
+  sl_u64 stamp_bits;             /* the stamp where sl_tb_pack_at puts it */
+  sl_s64 step_limit, burst_u;    /* sl_rebase's */
+  sl_u64 ic;                     /* sl_police_credit's I_c and the credit needed; a cost */
+  sl_s64 need;                   /* above the burst needs more than any credit can be */
+};
+
+static inline void sl_tb_at_time(const struct sl_rate_profile *p, sl_u64 now_ns,
+                                 struct sl_tb_at *a) {
+  a->t_u = sl_time_u(p, now_ns);
+  a->stamp = sl_tb_stamp(a->t_u);
+  a->to_granule = sl_tb_to_granule(a->t_u, a->stamp);
+  a->stamp_bits = (a->stamp & SL_TB_STAMP_MASK) << SL_TB_CREDIT_BITS;
+  a->step_limit = sl_step_limit(p, 0);
+  a->burst_u = (sl_s64)p->burst_u;
+}
+
+static inline void sl_tb_at_cost(const struct sl_rate_profile *p, sl_u64 cost,
+                                 struct sl_tb_at *a) {
+  /* Never conforms: sl_police_credit refuses it first. A credit after sl_rebase is below
+   * 2^62 (sl_s63; B_u is far below), so no credit reaches this need. */
+  if (cost > p->burst_tokens) {
+    a->ic = 0;
+    a->need = (sl_s64)(~(sl_u64)0 >> 1);
+    return;
+  }
+  a->ic = sl_cost_u(p, cost);
+  a->need = sl_need(a->ic, p->burst_u);
+}
+
+/* sl_tb_pack_at at the prepared time. */
+static inline sl_u64 sl_tb_pack_prepared(const struct sl_tb_at *a, sl_s64 credit) {
+  sl_s64 stored = credit + (sl_s64)a->to_granule;
+  if (__builtin_expect(stored < 0, 0)) return sl_tb_pack_at(a->stamp, a->to_granule, credit);
+  return a->stamp_bits | (sl_u64)stored;
+}
+
+static inline int sl_tb_decide_at(const struct sl_tb_at *a, sl_u64 word, sl_u64 *next) {
+  sl_s64 d = sl_tb_credit(word, a->t_u);
+  sl_s64 d0 = sl_rebase_at(a->step_limit, a->burst_u, d);
+  *next = d0 == d ? word : sl_tb_pack_prepared(a, d0);
+  if (d0 < a->need) return 0;
+  *next = sl_tb_pack_prepared(a, sl_min_s64(d0, a->burst_u) - (sl_s64)a->ic);
   return 1;
 }
 

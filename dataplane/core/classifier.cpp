@@ -229,27 +229,15 @@ Classifier::LinearRule Classifier::compile_linear(const Match& m) {
   if (m.src && m.dst && m.src->family != m.dst->family) r.value |= kNever;
   if (m.src) r.src = true, prefix(*m.src, r.src_addr, r.src_mask);
   if (m.dst) r.dst = true, prefix(*m.dst, r.dst_addr, r.dst_mask);
+  r.more = r.src || r.dst || r.ports;
   return r;
 }
 
 int Classifier::classify_linear(const ParsedFrame& pf, uint16_t ingress_port) const {
   const uint64_t word = pf.match_word | uint64_t(ingress_port) << kPortShift;
-  auto holds = [](const uint64_t addr[2], const uint64_t mask[2], const std::array<uint8_t, 16>& a) {
-    // Both halves compared without a branch between them (an int AND, not &&).
-    return (int((load64(a.data()) & mask[0]) == addr[0]) &
-            int((load64(a.data() + 8) & mask[1]) == addr[1])) != 0;
-  };
-  for (uint32_t i = 0; i < linear_count_; ++i) {
-    const LinearRule& r = linear_[i];
-    if ((word & r.mask) != r.value) continue;
-    if (r.src && !holds(r.src_addr, r.src_mask, pf.src)) continue;
-    if (r.dst && !holds(r.dst_addr, r.dst_mask, pf.dst)) continue;
-    if (r.ports && (uint16_t(pf.src_port - r.src_lo) > r.src_span ||
-                    uint16_t(pf.dst_port - r.dst_lo) > r.dst_span))
-      continue;
-    return int(i);
-  }
-  return -1;
+  return walk_linear(word, AddrWords{load64(pf.src.data()), load64(pf.src.data() + 8)},
+                     AddrWords{load64(pf.dst.data()), load64(pf.dst.data() + 8)}, pf.src_port,
+                     pf.dst_port);
 }
 
 Classifier::Classifier(const MatchTables& t)

@@ -72,42 +72,75 @@ inline uint64_t mix(uint64_t a, uint64_t b) {
 
 }  // namespace detail
 
+// The key of one mode for a frame that is not IPv6 (IPv4, or not IP: version 0, addresses
+// zero), from its fields: flow_key_of() below for such frames, and the burst pipeline's key
+// for a common IPv4 frame (frame_fast_v4.hpp), which has no ParsedFrame. `src`, `dst` as
+// loaded from the wire.
+template <KeyMode mode>
+[[gnu::always_inline]] inline FlowKey flow_key_v4(uint8_t version, uint32_t src, uint32_t dst,
+                                                  uint8_t proto, uint16_t src_port,
+                                                  uint16_t dst_port, uint8_t prefix_len) {
+  FlowKey k;
+  uint64_t meta = uint64_t(mode) | uint64_t(version) << 8;
+  uint64_t s = 0, d = 0;
+  if constexpr (mode == KeyMode::src_ip) {
+    s = src;
+  } else if constexpr (mode == KeyMode::dst_ip) {
+    d = dst;
+  } else if constexpr (mode == KeyMode::src_prefix || mode == KeyMode::dst_prefix) {
+    const unsigned bits = prefix_len > 32 ? 32 : prefix_len;
+    meta |= uint64_t(bits) << 16;
+    if constexpr (mode == KeyMode::src_prefix)
+      s = detail::keep_prefix64(src, bits);
+    else
+      d = detail::keep_prefix64(dst, bits);
+  } else if constexpr (mode == KeyMode::src_dst || mode == KeyMode::five_tuple) {
+    s = src;
+    d = dst;
+    // Non-first fragments carry no ports (0 here): they are keyed by addresses and protocol.
+    if constexpr (mode == KeyMode::five_tuple)
+      meta |= uint64_t(proto) << 24 | uint64_t(src_port) << 32 | uint64_t(dst_port) << 48;
+  }
+  (void)src, (void)dst, (void)proto, (void)src_port, (void)dst_port, (void)prefix_len;
+  k.w[0] = meta;
+  k.w[1] = s | d << 32;
+  return k;
+}
+
 // The key of one mode (a template: each rule calls the instance for its mode, through
 // flow_hash_fn below, so no per-packet switch on the mode). Inline, as is the hash: both run
 // once per packet, and inlined the key stays in registers.
 template <KeyMode mode>
 inline FlowKey flow_key_of(const ParsedFrame& pf, uint8_t prefix_len) {
+  if (pf.ip_version != 6)
+    return flow_key_v4<mode>(pf.ip_version, detail::load32(pf.src.data()),
+                             detail::load32(pf.dst.data()), pf.proto, pf.src_port, pf.dst_port,
+                             prefix_len);
   FlowKey k;
-  const unsigned addr_bits = pf.ip_version == 6 ? 128 : 32;
-  uint64_t meta = uint64_t(mode) | uint64_t(pf.ip_version) << 8;
+  constexpr unsigned addr_bits = 128;
+  uint64_t meta = uint64_t(mode) | uint64_t(6) << 8;
   detail::Addr src, dst;
   if constexpr (mode == KeyMode::src_ip) {
-    src = detail::load_addr(pf.src, pf.ip_version);
+    src = detail::load_addr(pf.src, 6);
   } else if constexpr (mode == KeyMode::dst_ip) {
-    dst = detail::load_addr(pf.dst, pf.ip_version);
+    dst = detail::load_addr(pf.dst, 6);
   } else if constexpr (mode == KeyMode::src_prefix || mode == KeyMode::dst_prefix) {
     const unsigned bits = prefix_len > addr_bits ? addr_bits : prefix_len;
     meta |= uint64_t(bits) << 16;
     if constexpr (mode == KeyMode::src_prefix)
-      src = detail::keep_prefix(detail::load_addr(pf.src, pf.ip_version), bits);
+      src = detail::keep_prefix(detail::load_addr(pf.src, 6), bits);
     else
-      dst = detail::keep_prefix(detail::load_addr(pf.dst, pf.ip_version), bits);
+      dst = detail::keep_prefix(detail::load_addr(pf.dst, 6), bits);
   } else if constexpr (mode == KeyMode::src_dst || mode == KeyMode::five_tuple) {
-    src = detail::load_addr(pf.src, pf.ip_version);
-    dst = detail::load_addr(pf.dst, pf.ip_version);
-    // Non-first fragments carry no ports (0 here): they are keyed by addresses and protocol.
+    src = detail::load_addr(pf.src, 6);
+    dst = detail::load_addr(pf.dst, 6);
     if constexpr (mode == KeyMode::five_tuple)
       meta |= uint64_t(pf.proto) << 24 | uint64_t(pf.src_port) << 32 |
               uint64_t(pf.dst_port) << 48;
   }
-  (void)addr_bits;
   (void)prefix_len;
   k.w[0] = meta;
-  if (pf.ip_version == 6) {
-    k.w[1] = src.a, k.w[2] = src.b, k.w[3] = dst.a, k.w[4] = dst.b;
-  } else {
-    k.w[1] = src.a | dst.a << 32;
-  }
+  k.w[1] = src.a, k.w[2] = src.b, k.w[3] = dst.a, k.w[4] = dst.b;
   return k;
 }
 

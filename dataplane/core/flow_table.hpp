@@ -122,7 +122,14 @@ class FlowTable {
   // sets the state words before the slot becomes visible to other threads under this flow's
   // tag. Touches the flow's tick. init must not throw (the core throws nothing: result.hpp).
   template <class Init>
-  Lookup find_or_insert(uint64_t hash, uint64_t now_ns, Init&& init);
+  Lookup find_or_insert(uint64_t hash, uint64_t now_ns, Init&& init) {
+    return find_or_insert_at(first_set(hash), hash, tick_of(now_ns), init);
+  }
+  // The same, for a caller that worked out the hash's first set (first_set(), to prefetch
+  // it with prefetch_set()) and the tick of now_ns (tick_of(), once per burst).
+  template <class Init>
+  Lookup find_or_insert_at(size_t first, uint64_t hash, uint32_t tick, Init&& init);
+  size_t first_set(uint64_t hash) const { return set_of(hash); }
 
   // Read-only lookup (no insert, no touch); nullptr if absent or not yet published.
   const std::atomic<uint64_t>* find(uint64_t hash) const;
@@ -130,9 +137,10 @@ class FlowTable {
   // Starts loading the lines a hash's lookup and charge will read: the set's tag line and its
   // state words (one more line; two for meters), so that a burst can hash every packet first
   // and find_or_insert() later hits cache instead of waiting on memory.
-  void prefetch(uint64_t hash) const {
+  void prefetch(uint64_t hash) const { prefetch_set(set_of(hash)); }
+  void prefetch_set(size_t first) const {
     // A set is 2 lines (one state word per flow) or 3 (two); the set base is 64-byte aligned.
-    const char* set = reinterpret_cast<const char*>(set_at(set_of(hash)));
+    const char* set = reinterpret_cast<const char*>(set_at(first));
     __builtin_prefetch(set, 1, 3);
     __builtin_prefetch(set + 64, 1, 3);
     if (state_words_ == 2) __builtin_prefetch(set + 128, 1, 3);
@@ -297,18 +305,21 @@ inline int FlowTable::first_match(const std::atomic<uint64_t>* tag, uint64_t fp)
 }
 
 template <class Init>
-[[gnu::always_inline]] inline FlowTable::Lookup FlowTable::find_or_insert(uint64_t hash,
-                                                                          uint64_t now_ns,
-                                                                          Init&& init) {
+[[gnu::always_inline]] inline FlowTable::Lookup FlowTable::find_or_insert_at(size_t first,
+                                                                             uint64_t hash,
+                                                                             uint32_t tick,
+                                                                             Init&& init) {
   const uint64_t fp = fp_bits(hash);
-  const uint32_t tick = tick_of(now_ns);
   // The first set holds nearly every flow: one line, compared without a branch per way (which
   // way holds a flow is random, so an early-exit loop would mispredict on most packets). This
-  // part is inlined into the caller's per-packet loop; the rest is out of line.
-  const size_t first = set_of(hash);
-  if (const int way = scan(first, fp); way >= 0) [[likely]] {
-    touch(tags(first)[way], fp, tick);
-    return {state_of(first, unsigned(way)), Outcome::found};
+  // part is inlined into the caller's per-packet loop; the rest is out of line. The set's
+  // address is worked out once: the tag loads are acquires, after which the members that
+  // locate it would be read again.
+  std::atomic<uint64_t>* const line = set_at(first);
+  const unsigned words = state_words_;
+  if (const int way = first_match(line, fp); way >= 0) [[likely]] {
+    touch(line[way], fp, tick);
+    return {line + kWays + unsigned(way) * words, Outcome::found};
   }
   return find_elsewhere_or_insert(first, hash, fp, tick, init);
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "frame.hpp"
+#include "frame_fast_v4.hpp"
 
 namespace sluice {
 namespace {
@@ -205,47 +206,23 @@ const char* parse_ethernet(const Bytes& b, ParsedFrame& pf) {
 }
 
 
-// The frame most traffic is: untagged IPv4 without options, not a fragment, TCP or UDP with
-// its whole header inside the packet. Parsed in straight-line code; anything else (and any
-// length that does not add up) goes to the general walk, which gives the same result for these
-// frames (tests/unit/frame_parser_test.cpp checks both on the same inputs). These are its
-// checks alone: whether parse_common_ipv4() below takes the frame.
-inline bool is_common_ipv4(const Bytes& b) {
-  constexpr uint32_t l3 = kEthHeaderLen, l4 = kEthHeaderLen + kIPv4MinHeaderLen;
-  const uint8_t* data = b.data;
-  if (b.len < l4 + 8) return false;
-  const uint8_t* ip = data + l3;
-  if (load_be16(data + kEtherTypeOffset) != kEtherTypeIPv4 || ip[0] != 0x45) return false;
-  const uint32_t total_len = load_be16(ip + 2);
-  const uint8_t proto = ip[9];
-  const uint32_t l4_len = proto == proto::tcp ? 20 : proto == proto::udp ? 8 : 0xffff;
-  if (total_len > b.wire - l3 || total_len < kIPv4MinHeaderLen + l4_len || b.len < l4 + l4_len)
-    return false;
-  return (load_be16(ip + 6) & (kIPv4MoreFragments | kIPv4FragOffsetMask)) == 0;
-}
-
+// The frame most traffic is (frame_fast_v4.hpp), parsed in straight-line code into a
+// ParsedFrame; anything else (and any length that does not add up) goes to the general walk.
 bool parse_common_ipv4(const Bytes& b, ParsedFrame& pf) {
-  constexpr uint32_t l3 = kEthHeaderLen, l4 = kEthHeaderLen + kIPv4MinHeaderLen;
-  if (!is_common_ipv4(b)) return false;
-  // Only now: an empty frame may come with no buffer at all, and null + 14 is undefined.
-  const uint8_t* data = b.data;
-  const uint8_t* ip = data + l3;
-  const uint8_t proto = ip[9];
+  Ipv4Fields f;
+  if (!parse_common_ipv4_fields(b.data, b.len, b.wire, f)) return false;
   pf.ip_version = 4;
-  pf.l3_offset = uint16_t(l3);
-  pf.l4_offset = uint16_t(l4);
-  pf.proto = proto;
-  pf.dscp = uint8_t(ip[1] >> 2);
+  pf.l3_offset = uint16_t(kEthHeaderLen);
+  pf.l4_offset = uint16_t(kEthHeaderLen + kIPv4MinHeaderLen);
+  pf.proto = f.proto;
+  pf.dscp = f.dscp;
   pf.has_ports = true;
   pf.has_l4 = true;
-  pf.src_port = load_be16(data + l4);
-  pf.dst_port = load_be16(data + l4 + 2);
-  std::memcpy(pf.src.data(), ip + 12, 4);
-  std::memcpy(pf.dst.data(), ip + 16, 4);
-  pf.match_word = match_word::kIsIp | match_word::kHasPorts |
-                  uint64_t{4} << match_word::kVersionShift |
-                  uint64_t(proto) << match_word::kProtoShift |
-                  uint64_t(pf.dscp) << match_word::kDscpShift;
+  pf.src_port = f.src_port;
+  pf.dst_port = f.dst_port;
+  std::memcpy(pf.src.data(), &f.src, 4);
+  std::memcpy(pf.dst.data(), &f.dst, 4);
+  pf.match_word = match_word_of(f);
   return true;
 }
 
@@ -278,7 +255,8 @@ void parse_frame_into(const uint8_t* data, uint32_t len, uint32_t wire_len, Pars
 }
 
 bool frame_is_well_formed(const uint8_t* data, uint32_t len, uint32_t wire_len) {
-  if (is_common_ipv4(Bytes{data, len, std::max(len, wire_len)})) [[likely]] return true;
+  Ipv4Fields f;
+  if (parse_common_ipv4_fields(data, len, std::max(len, wire_len), f)) [[likely]] return true;
   ParsedFrame pf;
   parse_frame_general(data, len, wire_len, pf);
   return pf.status == FrameStatus::ok;

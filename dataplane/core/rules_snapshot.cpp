@@ -283,6 +283,12 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     cr.lone_policer = cr.chain_len == 1 && is_policer(rs[i].algorithm);
     cr.burstable = cr.lone_policer && !cr.flows && !is_parent[i];
     snap->any_burstable = snap->any_burstable || cr.burstable;
+    cr.fast_srtcm = cr.chain_len == 1 && cr.flows && rs[i].algorithm == Algorithm::srtcm;
+    cr.green_passes = rs[i].colour_actions.green.kind == ActionKind::pass;
+    cr.fast_common_ipv4 =
+        cr.fast_srtcm ||
+        (cr.lone_policer && cr.flows && rs[i].algorithm == Algorithm::token_bucket);
+    snap->fast_common_ipv4 = snap->fast_common_ipv4 || cr.fast_common_ipv4;
     if (cr.flows) {
       snap->keyed.push_back(cr.flows);
       snap->sweeps.push_back(
@@ -291,6 +297,8 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     }
   }
   const ActionKind default_kind = snap->rules.default_action.kind;
+  snap->fast_common_ipv4 =
+      snap->fast_common_ipv4 && snap->classifier.linear() && !snap->any_burstable;
   snap->rules_free_default =
       rs.empty() && (default_kind == ActionKind::pass || default_kind == ActionKind::drop);
   return snap;

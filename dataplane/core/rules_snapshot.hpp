@@ -99,6 +99,11 @@ struct CompiledRule {
   // A policer (token-bucket / gcra / window) without a parent: one bucket to charge and
   // nothing to refund, so finish() takes a short path for it.
   bool lone_policer = false;
+  // A keyed token-bucket lone policer, or a keyed srtcm meter (fast_srtcm): what the
+  // common-IPv4 burst (pipeline_fast_v4.cpp) charges itself, from the frame's fields alone.
+  bool fast_common_ipv4 = false;
+  bool fast_srtcm = false;
+  bool green_passes = false;  // fast_srtcm: the green action is pass
 
   uint64_t cost(uint32_t frame_len) const {
     return cost_in_packets ? 1 : uint64_t(frame_len) + overhead_bytes;
@@ -141,6 +146,9 @@ struct RulesSnapshot {
   // No rule, and a default action that reads no field (pass, drop): process_burst needs no
   // parse beyond well-formedness.
   bool rules_free_default = false;
+  // A linear classifier, no burstable rule, and a rule with fast_common_ipv4: process_burst
+  // takes the common-IPv4 burst (pipeline_fast_v4.cpp).
+  bool fast_common_ipv4 = false;
   uint32_t default_slot = 0;
   uint32_t counter_slots = 0;  // counters a worker needs: every slot below this
   // What a worker adopting this snapshot does to its counters (Pipeline::enter()).

@@ -225,6 +225,47 @@ TEST(BucketMath, TokenBucketAndGcraDecideIdentically) {
   }
 }
 
+// sl_tb_decide_at (the burst pipeline's token bucket, its time and cost parts worked out
+// once per burst) against sl_tb_decide: the same decision and the same next word, on words
+// of every kind (full, draining, empty, stale by a backward step, idle for ages) and costs
+// up to past the burst.
+TEST(BucketMath, TokenBucketDecideAtMatchesDecide) {
+  std::mt19937_64 rng(7);
+  const Rate rates[] = {pps(1), pps(1000), pps(1'000'000), bits_per_sec(64'000),
+                        bits_per_sec(10'000'000'000ull), Rate{CostUnit::packets, 7, 3}};
+  uint64_t conformed = 0, refused = 0;
+  for (const Rate& r : rates) {
+    const bool bytes = r.unit == CostUnit::bytes;
+    for (int trial = 0; trial < 20; ++trial) {
+      const uint64_t burst = bytes ? 64 + rng() % 100000 : 1 + rng() % 200;
+      const sl_rate_profile p = profile(r, burst);
+      uint64_t t = rng() >> (rng() % 3 == 0 ? 0 : 20);
+      uint64_t word = sl_tb_init(&p, t);
+      for (int i = 0; i < 3000; ++i) {
+        const uint64_t cost = bytes ? 40 + rng() % (burst + 2000) : 1 + (rng() % 50 == 0) * burst;
+        switch (rng() % 10) {
+          case 0: t -= rng() % 2'000'000'000; break;                  // a step back
+          case 1: t += rng() >> 8; break;                             // a long idle
+          case 2: word = rng(); break;                                // any word at all
+          default: t += rng() % 2'000'000; break;
+        }
+        uint64_t want = 0, got = 0;
+        const int a = sl_tb_decide(&p, word, t, cost, &want);
+        sl_tb_at at;
+        sl_tb_at_time(&p, t, &at);
+        sl_tb_at_cost(&p, cost, &at);
+        const int b = sl_tb_decide_at(&at, word, &got);
+        ASSERT_EQ(a, b) << format_rate(r) << " burst " << burst << " step " << i;
+        ASSERT_EQ(want, got) << format_rate(r) << " burst " << burst << " step " << i;
+        (a ? conformed : refused) += 1;
+        word = want;
+      }
+    }
+  }
+  EXPECT_GT(conformed, 1000u);  // both outcomes were exercised
+  EXPECT_GT(refused, 1000u);
+}
+
 TEST(BucketMath, ShaperDelaysToTheEarliestConformingTime) {
   auto s = make_shaper_profile(pps(1000), 1, 5 * kMs);
   ASSERT_TRUE(s.ok());

@@ -1,7 +1,10 @@
 // process_burst's shortcuts against the per-packet path: the same verdicts and the same
 // counters, frame by frame, for the snapshot shapes that process_burst handles apart (no rule
-// with a pass or drop default: no parse beyond well-formedness).
+// with a pass or drop default: no parse beyond well-formedness; keyed token buckets on
+// common IPv4 frames: pipeline_fast_v4.cpp).
 #include <gtest/gtest.h>
+
+#include <random>
 
 #include "packet_builder.hpp"
 #include "pipeline.hpp"
@@ -83,4 +86,190 @@ TEST(PipelineBurstPaths, NoRuleMarkDefaultMatchesOneByOne) {
   expect_same_as_one_by_one("default: {action: \"mark-dscp:EF\"}\nrules: []\n");
 }
 
+// A trace for keyed rules: flows of common IPv4 frames (UDP and TCP, several sizes), the
+// same flows' frames with IP options or a VLAN tag (the general parser; the same keys), and
+// frames no fast path takes (IPv6, fragments, ICMP, malformed), interleaved.
+std::vector<std::vector<uint8_t>> keyed_trace(std::mt19937_64& rng, size_t frames) {
+  std::vector<std::vector<uint8_t>> out;
+  for (size_t i = 0; i < frames; ++i) {
+    const unsigned flow = unsigned(rng() % 40);
+    const std::string src = "10.0." + std::to_string(flow % 5) + "." + std::to_string(flow);
+    const std::string dst = "192.0.2." + std::to_string(flow % 7);
+    const uint16_t sport = uint16_t(1000 + flow % 3), dport = uint16_t(flow % 2 ? 53 : 80);
+    PacketBuilder b;
+    const unsigned kind = unsigned(rng() % 16);
+    if (kind == 0) b.vlan(7);
+    if (kind == 1) {
+      b.ipv6("2001:db8::" + std::to_string(flow), "2001:db8::1");
+    } else {
+      b.ipv4(src, dst, uint8_t(rng() % 3 == 0 ? 46 : 0));
+      if (kind == 2) b.ipv4_options(4);
+      if (kind == 3) b.ipv4_fragment(uint16_t(rng() % 2 * 10), true);
+    }
+    if (kind == 4) b.icmp();
+    else if (flow % 4 == 0) b.tcp(sport, dport);
+    else b.udp(sport, dport);
+    std::vector<uint8_t> f = b.payload(rng() % 3 * 200).build();
+    if (kind == 5) f.resize(30);              // IPv4 header cut short: malformed
+    if (kind == 6) f[16] = 0x7f;              // total length past the frame: malformed
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+void expect_keyed_same_as_one_by_one_as(const std::string& yaml, size_t max_flows,
+                                        bool single_writer) {
+  auto make_sized = [&] {
+    auto r = load_rules_text(yaml, "test.yaml");
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    PipelineOptions opts;
+    opts.hash_seed = 12345;
+    opts.default_max_flows = max_flows;
+    opts.single_writer = single_writer;
+    auto p = Pipeline::create(*r, opts);
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+    return std::move(p).value();
+  };
+  auto burst_p = make_sized(), single_p = make_sized();
+  WorkerCounters burst_c = burst_p->make_counters(), single_c = single_p->make_counters();
+  std::mt19937_64 rng(99);
+  std::vector<std::vector<uint8_t>> a = keyed_trace(rng, 4000), b = a;
+  uint64_t now = 1'000'000'000;
+  size_t forwarded = 0, dropped = 0;
+  for (size_t done = 0; done < a.size();) {
+    const size_t n = std::min<size_t>(1 + rng() % 64, a.size() - done);
+    std::vector<Pipeline::Frame> burst;
+    for (size_t i = 0; i < n; ++i) {
+      auto& f = a[done + i];
+      burst.push_back({f.data(), uint32_t(f.size()), uint32_t(f.size())});
+    }
+    std::vector<Verdict> verdicts(n);
+    burst_p->process_burst(burst.data(), n, 0, now, burst_c, verdicts.data());
+    for (size_t i = 0; i < n; ++i) {
+      auto& f = b[done + i];
+      const Verdict v = single_p->process(f.data(), uint32_t(f.size()), 0, now, single_c);
+      ASSERT_EQ(verdicts[i].kind, v.kind) << "frame " << done + i;
+      ASSERT_EQ(verdicts[i].depart_ns, v.depart_ns) << "frame " << done + i;
+      ASSERT_EQ(a[done + i], f) << "frame " << done + i << " rewritten differently";
+      (v.kind == Verdict::Kind::forward ? forwarded : dropped) += 1;
+    }
+    done += n;
+    now += rng() % 400'000;
+  }
+  const CountersSnapshot x = burst_p->snapshot({&burst_c}), y = single_p->snapshot({&single_c});
+  ASSERT_EQ(x.rules.size(), y.rules.size());
+  for (size_t r = 0; r < x.rules.size(); ++r) {
+    EXPECT_EQ(x.rules[r].traffic.packets, y.rules[r].traffic.packets) << x.rules[r].name;
+    EXPECT_EQ(x.rules[r].traffic.bytes, y.rules[r].traffic.bytes) << x.rules[r].name;
+    EXPECT_EQ(x.rules[r].active_flows, y.rules[r].active_flows) << x.rules[r].name;
+    EXPECT_EQ(x.rules[r].flows_evicted, y.rules[r].flows_evicted) << x.rules[r].name;
+  }
+  EXPECT_EQ(x.default_rule.traffic.packets, y.default_rule.traffic.packets);
+  EXPECT_EQ(x.default_rule.traffic.bytes, y.default_rule.traffic.bytes);
+  // The rates are set so that both verdicts happen.
+  EXPECT_GT(forwarded, 100u);
+  EXPECT_GT(dropped, 100u);
+}
+
+// Both ways of publishing a bucket word: plain stores (one worker) and compare-and-swap.
+void expect_keyed_same_as_one_by_one(const std::string& yaml) {
+  for (bool single_writer : {true, false}) {
+    SCOPED_TRACE(single_writer ? "single writer" : "shared");
+    expect_keyed_same_as_one_by_one_as(yaml, 65536, single_writer);
+  }
+}
+
 }  // namespace
+
+TEST(PipelineBurstPaths, KeyedTokenBucketEveryKeyModeMatchesOneByOne) {
+  for (const char* key : {"5-tuple", "src-ip", "dst-ip", "src-dst", "src-prefix/24",
+                          "dst-prefix/28"}) {
+    SCOPED_TRACE(key);
+    expect_keyed_same_as_one_by_one(std::string(R"(
+default: {action: pass}
+rules:
+  - name: per-key
+    match: {dst: 192.0.2.0/24}
+    key: )") + key + R"(
+    rate: 200pps
+    burst: 3
+    algorithm: token-bucket
+    action: drop
+)");
+  }
+}
+
+TEST(PipelineBurstPaths, KeyedTokenBucketsOfSeveralRulesMatchOneByOne) {
+  // Byte rates, a mark action, port and protocol matches, a meter and an aggregate beside the
+  // keyed buckets, a marking default: frames of every rule in one burst.
+  expect_keyed_same_as_one_by_one(R"(
+default: {action: "mark-dscp:CS1"}
+rules:
+  - name: tcp-bytes
+    match: {proto: tcp, src: 10.0.0.0/16}
+    key: src-dst
+    rate: 200kbit
+    burst: 3000
+    overhead: 24
+    algorithm: token-bucket
+    action: "mark-dscp:AF11"
+  - name: dns
+    match: {proto: udp, dst-port: 53}
+    key: 5-tuple
+    rate: 100pps
+    burst: 2
+    algorithm: token-bucket
+    action: drop
+  - name: meter
+    match: {proto: udp, src-port: 1000-1001}
+    key: dst-ip
+    rate: 100kbit
+    burst: 2000
+    excess-burst: 2000
+    algorithm: srtcm
+    actions: {green: pass, yellow: "mark-dscp:AF13", red: drop}
+  - name: pass-rule
+    match: {proto: udp}
+    key: src-ip
+    rate: 50pps
+    burst: 2
+    algorithm: token-bucket
+    action: pass
+)");
+}
+
+TEST(PipelineBurstPaths, KeyedTokenBucketOnAFullTableMatchesOneByOne) {
+  // Eight flows of capacity for forty: new flows evict or find no slot (the overflow action).
+  expect_keyed_same_as_one_by_one(R"(
+default: {action: drop}
+rules:
+  - name: per-flow
+    match: {proto: udp}
+    key: 5-tuple
+    rate: 300pps
+    burst: 4
+    algorithm: token-bucket
+    action: drop
+    overflow: pass
+    max-flows: 8
+)");
+}
+
+TEST(PipelineBurstPaths, KeyedSrtcmMatchesOneByOne) {
+  // A meter per destination (the qos_meter shape), then one whose green is marked.
+  for (const char* green : {"pass", "\"mark-dscp:AF11\""}) {
+    SCOPED_TRACE(green);
+    expect_keyed_same_as_one_by_one(std::string(R"(
+default: {action: pass}
+rules:
+  - name: per-dst
+    match: {proto: udp}
+    key: dst-ip
+    rate: 400kbit
+    burst: 3000
+    excess-burst: 3000
+    algorithm: srtcm
+    actions: {green: )") + green + R"(, yellow: "mark-dscp:AF13", red: drop}
+)");
+  }
+}

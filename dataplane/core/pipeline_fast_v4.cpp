@@ -1,0 +1,277 @@
+// The common-IPv4 burst: process_burst for the snapshot shape operators run most (a few
+// rules, keyed token buckets; RulesSnapshot::fast_common_ipv4) on the frames most traffic is
+// (untagged IPv4 TCP/UDP without options or fragmentation: frame_fast_v4.hpp). Such a frame
+// is parsed into the few fields a rule can use, classified by the same linear walk, keyed
+// and hashed by the same key of those fields, and charged with the same token-bucket
+// arithmetic, its clock and cost parts worked out once per burst; the common outcome
+// (matched, conformed, passed) is counted once per burst per rule. Every other frame, every
+// frame of another rule and every refused packet takes the general stages (Run::classify,
+// Run::finish, Run::act) in its place in the burst, so the verdicts, the counters and the
+// order in which buckets and flow slots are charged are those of process() frame by frame
+// (tests/unit/pipeline_burst_paths_test.cpp holds the two together).
+#include <algorithm>
+
+#include "frame_fast_v4.hpp"
+#include "pipeline_run.hpp"
+
+namespace sluice::pipeline_run {
+namespace {
+
+// What the first pass learns of a frame, for the second.
+struct Pass1 {
+  uint64_t hash;  // fast rules: the flow's hash
+  size_t set;     // and its first set, already being fetched
+  uint32_t len;   // wire length
+  int8_t rule;    // >= 0: a fast rule; kDefault: no rule, a pass/drop default; kGeneral
+};
+constexpr int8_t kDefault = -1;
+constexpr int8_t kGeneral = -2;
+
+// A fast rule's share of the burst: its token bucket's word-free parts (bucket_math.h
+// sl_tb_decide_at) and what it counts.
+struct RuleBurst {
+  sl_tb_at at{};
+  uint64_t packets = 0, bytes = 0;  // matched, conformed and passed
+};
+
+template <KeyMode mode>
+[[gnu::always_inline]] inline uint64_t common_ipv4_hash_of(const CompiledRule& cr,
+                                                           const Ipv4Fields& f) {
+  return hash_flow_key(flow_key_v4<mode>(4, f.src, f.dst, f.proto, f.src_port, f.dst_port,
+                                         cr.key_prefix_len),
+                       cr.hash_keys);
+}
+
+[[gnu::always_inline]] inline uint64_t common_ipv4_hash(const CompiledRule& cr,
+                                                        const Ipv4Fields& f) {
+  switch (cr.key_mode) {
+    case KeyMode::five_tuple: return common_ipv4_hash_of<KeyMode::five_tuple>(cr, f);
+    case KeyMode::src_ip: return common_ipv4_hash_of<KeyMode::src_ip>(cr, f);
+    case KeyMode::dst_ip: return common_ipv4_hash_of<KeyMode::dst_ip>(cr, f);
+    case KeyMode::src_dst: return common_ipv4_hash_of<KeyMode::src_dst>(cr, f);
+    case KeyMode::src_prefix: return common_ipv4_hash_of<KeyMode::src_prefix>(cr, f);
+    case KeyMode::dst_prefix: return common_ipv4_hash_of<KeyMode::dst_prefix>(cr, f);
+    case KeyMode::none: break;
+  }
+  return common_ipv4_hash_of<KeyMode::none>(cr, f);
+}
+
+// A packet of a fast rule that its bucket refused or that found no flow slot: counted and
+// acted on as finish() does, with the frame parsed whole for the action (a DSCP mark).
+[[gnu::noinline]] Verdict refused(const Run& run, const CompiledRule& cr, bool no_slot,
+                                  const Pipeline::Frame& frame, uint64_t now_ns,
+                                  WorkerCounters& counters) {
+  ParsedFrame pf;
+  parse_frame_into(frame.data, frame.len, frame.wire_len, pf);
+  TrafficCounters& c = counters.rule(cr.counter_slot);
+  c.add(Outcome::matched, pf.frame_len);
+  c.add(Outcome::exceeded, pf.frame_len);
+  const Rule& r = *cr.rule;
+  return run.act(no_slot ? r.overflow.value_or(r.action) : r.action, c, frame.data, pf, now_ns);
+}
+
+// A packet of a fast srtcm rule that is not green, or whose green action is not pass:
+// counted and acted on as Run::meter does.
+[[gnu::noinline]] Verdict coloured(const Run& run, const CompiledRule& cr, sl_colour colour,
+                                   const Pipeline::Frame& frame, uint64_t now_ns,
+                                   WorkerCounters& counters) {
+  ParsedFrame pf;
+  parse_frame_into(frame.data, frame.len, frame.wire_len, pf);
+  TrafficCounters& c = counters.rule(cr.counter_slot);
+  c.add(Outcome::matched, pf.frame_len);
+  return run.coloured(cr, colour, c, frame.data, pf, now_ns);
+}
+
+// The burst. kOne: the snapshot's only rule is a fast rule keyed by kMode, so the loops know
+// its rule, its key and its counters without looking; otherwise any rules of the linear
+// walk, each keyed by its own mode (kMode unused).
+template <bool kOne, KeyMode kMode, bool kMeter = false>
+void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
+           uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts, Classified* cl) {
+  const RulesSnapshot& s = run.s;
+  const ActionKind default_kind = s.rules.default_action.kind;
+  const bool default_fast = default_kind == ActionKind::pass || default_kind == ActionKind::drop;
+  std::array<RuleBurst, kOne ? 1 : Classifier::kLinearRules> rb{};
+  const size_t rules = kOne ? 1 : std::min(s.compiled.size(), rb.size());
+  uint32_t tick = 0;
+  for (size_t r = 0; r < rules; ++r) {
+    const CompiledRule& cr = s.compiled[r];
+    if (!cr.fast_common_ipv4) continue;
+    tick = cr.flows->tick_of(now_ns);  // kOne: the one table's
+    if (cr.fast_srtcm) continue;
+    sl_tb_at_time(&cr.p.rate, now_ns, &rb[r].at);
+    sl_tb_at_cost(&cr.p.rate, 1, &rb[r].at);
+  }
+
+  Pass1 p1[Pipeline::kMaxBurst];
+  for (size_t i = 0; i < m; ++i) {
+    const Pipeline::Frame& fr = frames[i];
+    const uint32_t len = std::max(fr.len, fr.wire_len);
+    p1[i].len = len;
+    Ipv4Fields f;
+    if (parse_common_ipv4_fields(fr.data, fr.len, len, f)) [[likely]] {
+      const int r = kOne ? (s.classifier.common_ipv4_matches(0, f, port) ? 0 : -1)
+                         : s.classifier.classify_common_ipv4(f, port);
+      if (r >= 0) {
+        const CompiledRule& cr = s.compiled[size_t(r)];
+        if (kOne || cr.fast_common_ipv4) [[likely]] {
+          p1[i].rule = int8_t(r);
+          const uint64_t hash =
+              kOne ? common_ipv4_hash_of<kMode>(cr, f) : common_ipv4_hash(cr, f);
+          p1[i].hash = hash;
+          p1[i].set = cr.flows->first_set(hash);
+          cr.flows->prefetch_set(p1[i].set);
+          continue;
+        }
+      } else if (default_fast) {
+        p1[i].rule = kDefault;
+        continue;
+      }
+    }
+    p1[i].rule = kGeneral;
+    run.classify(fr.data, fr.len, fr.wire_len, port, cl[i]);
+  }
+
+  uint64_t default_packets = 0, default_bytes = 0;
+  const Verdict pass{Verdict::Kind::forward, now_ns};
+  const Verdict by_default{default_kind == ActionKind::drop ? Verdict::Kind::drop
+                                                            : Verdict::Kind::forward,
+                           now_ns};
+  // kOne: the rule's fields in locals, read once (the flow table's acquire loads would have
+  // them read again for every packet).
+  const CompiledRule& one = s.compiled[0];
+  FlowTable* const one_flows = kOne ? one.flows : nullptr;
+  const Sharing one_sharing = kOne ? one.sharing : Sharing::shared;
+  const bool one_by_packets = kOne && one.cost_in_packets;
+  uint64_t one_packets = 0, one_bytes = 0;
+  for (size_t i = 0; i < m; ++i) {
+    const int r = p1[i].rule;
+    if (r >= 0) [[likely]] {
+      const size_t ri = kOne ? 0 : size_t(r);
+      const CompiledRule& cr = s.compiled[ri];
+      RuleBurst& b = rb[ri];
+      const uint32_t len = p1[i].len;
+      FlowTable* const flows = kOne ? one_flows : cr.flows;
+      const uint32_t rule_tick = kOne ? tick : flows->tick_of(now_ns);
+      std::atomic<uint64_t>* w =
+          flows
+              ->find_or_insert_at(p1[i].set, p1[i].hash, rule_tick,
+                                  [&](std::atomic<uint64_t>* st) { cr.init_state(st, now_ns); })
+              .state;
+      if ((kOne ? kMeter : cr.fast_srtcm) && w != nullptr) {
+        const sl_colour colour =
+            srtcm_charge(cr.p.meter, *reinterpret_cast<MeterWord*>(w), now_ns, cr.cost(len),
+                         kOne ? one_sharing : cr.sharing);
+        if (colour == SL_GREEN && cr.green_passes) [[likely]] {
+          if constexpr (kOne) {
+            ++one_packets;
+            one_bytes += len;
+          } else {
+            ++b.packets;
+            b.bytes += len;
+          }
+          verdicts[i] = pass;
+          continue;
+        }
+        verdicts[i] = coloured(run, cr, colour, frames[i], now_ns, counters);
+        continue;
+      }
+      if (w != nullptr) [[likely]] {
+        const sl_tb_at* at = &b.at;
+        sl_tb_at by_bytes;
+        if (!(kOne ? one_by_packets : cr.cost_in_packets)) {
+          by_bytes = b.at;
+          sl_tb_at_cost(&cr.p.rate, cr.cost(len), &by_bytes);
+          at = &by_bytes;
+        }
+        const bool ok = detail::update_word(*w, kOne ? one_sharing : cr.sharing,
+                                            [&](uint64_t cur, uint64_t* next) {
+                                              return sl_tb_decide_at(at, cur, next) != 0;
+                                            });
+        if (ok) [[likely]] {
+          if constexpr (kOne) {
+            ++one_packets;
+            one_bytes += len;
+          } else {
+            ++b.packets;
+            b.bytes += len;
+          }
+          verdicts[i] = pass;
+          continue;
+        }
+      }
+      verdicts[i] = refused(run, cr, w == nullptr, frames[i], now_ns, counters);
+    } else if (r == kDefault) {
+      ++default_packets;
+      default_bytes += p1[i].len;
+      verdicts[i] = by_default;
+    } else {
+      verdicts[i] = run.finish(frames[i].data, cl[i], now_ns, counters);
+    }
+  }
+  if constexpr (kOne) {
+    rb[0].packets = one_packets;
+    rb[0].bytes = one_bytes;
+  }
+
+  for (size_t r = 0; r < rules; ++r) {
+    if (rb[r].packets == 0) continue;
+    TrafficCounters& c = counters.rule(s.compiled[r].counter_slot);
+    for (Outcome o : {Outcome::matched, Outcome::conformed, Outcome::passed}) {
+      c.packets[size_t(o)] += rb[r].packets;
+      c.bytes[size_t(o)] += rb[r].bytes;
+    }
+    if (s.compiled[r].fast_srtcm) {  // green too
+      c.packets[size_t(Outcome::green)] += rb[r].packets;
+      c.bytes[size_t(Outcome::green)] += rb[r].bytes;
+    }
+  }
+  if (default_packets != 0) {
+    TrafficCounters& d = counters.default_rule();
+    const Outcome taken = default_kind == ActionKind::drop ? Outcome::dropped : Outcome::passed;
+    for (Outcome o : {Outcome::matched, taken}) {
+      d.packets[size_t(o)] += default_packets;
+      d.bytes[size_t(o)] += default_bytes;
+    }
+  }
+}
+
+}  // namespace
+
+void burst_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
+                       uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
+                       Classified* cl) {
+  const RulesSnapshot& s = run.s;
+  // One keyed rule: the loops specialised on its algorithm and key mode, chosen once per
+  // burst (a meter per destination, as DPDK's qos_meter runs, or a token bucket per key).
+  if (s.compiled.size() == 1 && s.compiled[0].fast_srtcm) {
+    switch (s.compiled[0].key_mode) {
+      case KeyMode::dst_ip:
+        return burst<true, KeyMode::dst_ip, true>(run, frames, m, port, now_ns, counters, verdicts, cl);
+      case KeyMode::five_tuple:
+        return burst<true, KeyMode::five_tuple, true>(run, frames, m, port, now_ns, counters, verdicts, cl);
+      default:
+        return burst<false, KeyMode::none>(run, frames, m, port, now_ns, counters, verdicts, cl);
+    }
+  }
+  if (s.compiled.size() == 1 && s.compiled[0].fast_common_ipv4) {
+    switch (s.compiled[0].key_mode) {
+      case KeyMode::five_tuple:
+        return burst<true, KeyMode::five_tuple>(run, frames, m, port, now_ns, counters, verdicts, cl);
+      case KeyMode::src_ip:
+        return burst<true, KeyMode::src_ip>(run, frames, m, port, now_ns, counters, verdicts, cl);
+      case KeyMode::dst_ip:
+        return burst<true, KeyMode::dst_ip>(run, frames, m, port, now_ns, counters, verdicts, cl);
+      case KeyMode::src_dst:
+        return burst<true, KeyMode::src_dst>(run, frames, m, port, now_ns, counters, verdicts, cl);
+      case KeyMode::src_prefix:
+        return burst<true, KeyMode::src_prefix>(run, frames, m, port, now_ns, counters, verdicts, cl);
+      case KeyMode::dst_prefix:
+        return burst<true, KeyMode::dst_prefix>(run, frames, m, port, now_ns, counters, verdicts, cl);
+      case KeyMode::none: break;
+    }
+  }
+  burst<false, KeyMode::none>(run, frames, m, port, now_ns, counters, verdicts, cl);
+}
+
+}  // namespace sluice::pipeline_run
