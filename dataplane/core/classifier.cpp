@@ -5,6 +5,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "unaligned_load.hpp"
+
 namespace sluice {
 namespace {
 
@@ -171,11 +173,7 @@ Classifier::Classifier(const std::vector<Rule>& rules) : Classifier(compile_matc
 
 namespace {
 
-uint64_t load64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
+using unaligned::load64;
 
 // The first `bits` bits of 8 wire-order bytes, as a mask over their load: byte i keeps its
 // top min(8, bits - 8i) bits.

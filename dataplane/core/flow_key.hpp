@@ -8,6 +8,7 @@
 
 #include "frame.hpp"
 #include "rules.hpp"
+#include "unaligned_load.hpp"
 
 namespace sluice {
 
@@ -26,17 +27,8 @@ uint64_t random_hash_seed();
 
 namespace detail {
 
-inline uint64_t load64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-inline uint32_t load32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
+using unaligned::load32;
+using unaligned::load64;
 
 // An address of `bytes` bytes cut to its first `bits` bits, in wire order: `bits` is a
 // count from the first byte on the wire, which on a little-endian load is the low byte.

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "frame.hpp"
+#include "unaligned_load.hpp"
 
 namespace sluice {
 
@@ -27,16 +28,8 @@ namespace frame_fast_detail {
 inline constexpr uint32_t kL3 = 14, kL4 = 14 + 20;
 inline constexpr bool kLittle = std::endian::native == std::endian::little;
 // Bytes as loaded: a word of the frame compared against wire-order constants, one load each.
-inline uint16_t load16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-inline uint32_t load32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
+using unaligned::load16;
+using unaligned::load32;
 inline uint16_t be16(uint16_t loaded) { return kLittle ? __builtin_bswap16(loaded) : loaded; }
 // Bytes 12-14: ethertype 0x0800 and version 4 / IHL 5 (0x45), as a load of bytes 12-15 shows
 // them, and the mask that keeps those three.

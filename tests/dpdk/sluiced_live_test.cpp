@@ -301,42 +301,55 @@ std::vector<std::pair<uint32_t, uint32_t>> pcap_record_lengths(const std::string
   return out;
 }
 
-TEST_F(SluicedLive, JumboFramesThroughNetPcapAreClassifiedAndChargedWhole) {
-  // 8000-byte frames do not fit one 2 KiB mbuf: net_pcap chains each over four. The rule
-  // must see every one of them, charged at 8000 bytes: the burst admits 12, the rate (125 B/s)
-  // refills nothing while the test runs, so live drops exactly what replay drops.
+// 1,000 UDP frames of `size` bytes under one 1 kbit/s drop rule with a 100,000-byte burst,
+// through replay and through live net_pcap (with `extra` live options); the burst admits
+// 100000 / size of them and the rate refills nothing while the test runs, so live must
+// decide exactly as replay does, charge every frame whole, and send the admitted ones whole.
+// Returns live sluiced's stderr.
+class SluicedLiveChained : public SluicedLive {
+ protected:
+  std::string expect_chained_frames_decided_whole(uint32_t size, const char* seed,
+                                                  std::vector<std::string> extra);
+};
+
+std::string SluicedLiveChained::expect_chained_frames_decided_whole(uint32_t size, const char* seed,
+                                                                    std::vector<std::string> extra) {
   write("rules.yaml", R"(
 default: {action: pass}
 rules:
   - {name: slow, match: {proto: udp}, key: none, rate: 1kbit, burst: 100000, action: drop}
 )");
   std::string err;
-  ASSERT_EQ(run_to_exit({tracegen_, "--out", path("in.pcap"), "--packets", "1000", "--size", "8000",
-                         "--seed", "4"},
+  EXPECT_EQ(run_to_exit({tracegen_, "--out", path("in.pcap"), "--packets", "1000", "--size",
+                         std::to_string(size), "--seed", seed},
                         &err),
             0)
       << err;
-  ASSERT_EQ(run_to_exit({sluiced_, "--replay", path("in.pcap"), "--out", path("replay.pcap"),
+  EXPECT_EQ(run_to_exit({sluiced_, "--replay", path("in.pcap"), "--out", path("replay.pcap"),
                          "--report", path("replay.json"), "--config", path("rules.yaml")},
                         &err),
             0)
       << err;
+  std::vector<std::string> opts = {"--config", path("rules.yaml"), "--report", path("live.json"),
+                                   "--stats-interval", "0.1"};
+  opts.insert(opts.end(), extra.begin(), extra.end());
   ChildProcess live(live_args(
       {"-l", "0,1", "--vdev", "net_pcap0,rx_pcap=" + path("in.pcap") + ",tx_pcap=" + path("live.pcap")},
-      {"--config", path("rules.yaml"), "--report", path("live.json"), "--stats-interval", "0.1"}));
-  ASSERT_TRUE(live.wait_for_output(
+      opts));
+  EXPECT_TRUE(live.wait_for_output(
       [](const std::string& out) { return out.find("port 0: rx 1000 ") != std::string::npos; }, 60s))
       << live.err();
   live.signal(SIGINT);
-  ASSERT_EQ(live.wait_exit(30s), 0) << live.err();
+  EXPECT_EQ(live.wait_exit(30s), 0) << live.err();
 
+  const uint64_t admitted = 100000 / size;
   const Json replay = load("replay.json"), got = load("live.json");
   const Json& slow = got.at("rules").items.at(0);
-  EXPECT_EQ(replay.at("rules").items.at(0).u64("dropped_packets"), 988u);
+  EXPECT_EQ(replay.at("rules").items.at(0).u64("dropped_packets"), 1000 - admitted);
   EXPECT_EQ(slow.u64("matched_packets"), 1000u);
-  EXPECT_EQ(slow.u64("matched_bytes"), 8'000'000u);
-  EXPECT_EQ(slow.u64("passed_packets"), 12u);
-  EXPECT_EQ(slow.u64("dropped_packets"), 988u);
+  EXPECT_EQ(slow.u64("matched_bytes"), 1000u * size);
+  EXPECT_EQ(slow.u64("passed_packets"), admitted);
+  EXPECT_EQ(slow.u64("dropped_packets"), 1000 - admitted);
   EXPECT_EQ(got.at("default").u64("matched_packets"), 0u);
   EXPECT_EQ(got.at("default").u64("malformed_packets"), 0u);
   EXPECT_EQ(got.at("default").u64("malformed_bytes"), 0u);
@@ -344,63 +357,27 @@ rules:
     if (value.kind != Json::Kind::number) continue;
     EXPECT_EQ(slow.u64(key), value.integer) << key;
   }
-  // The chains went out whole: 12 records of 8000 bytes, none cut.
   const auto sent = pcap_record_lengths(path("live.pcap"));
-  ASSERT_EQ(sent.size(), 12u);
+  EXPECT_EQ(sent.size(), admitted);
   for (const auto& [caplen, len] : sent) {
-    EXPECT_EQ(caplen, 8000u);
-    EXPECT_EQ(len, 8000u);
+    EXPECT_EQ(caplen, size);
+    EXPECT_EQ(len, size);
   }
-  EXPECT_EQ(got.at("ports").items.at(0).u64("tx_bytes"), 12u * 8000u);
+  EXPECT_EQ(got.at("ports").items.at(0).u64("tx_bytes"), admitted * size);
+  return live.err();
 }
 
-TEST_F(SluicedLive, SmallMbufSizeChainsEveryFrameAndDecidesAsReplayDoes) {
-  // --mbuf-size 256 leaves 128 bytes of data per mbuf: each 1500-byte frame arrives as a
-  // chain of 12, its headers split across segments. The decisions and byte counts must be
-  // replay's, and the frames must leave whole.
-  write("rules.yaml", R"(
-default: {action: pass}
-rules:
-  - {name: slow, match: {proto: udp}, key: none, rate: 1kbit, burst: 100000, action: drop}
-)");
-  std::string err;
-  ASSERT_EQ(run_to_exit({tracegen_, "--out", path("in.pcap"), "--packets", "1000", "--size", "1500",
-                         "--seed", "5"},
-                        &err),
-            0)
-      << err;
-  ASSERT_EQ(run_to_exit({sluiced_, "--replay", path("in.pcap"), "--out", path("replay.pcap"),
-                         "--report", path("replay.json"), "--config", path("rules.yaml")},
-                        &err),
-            0)
-      << err;
-  ChildProcess live(live_args(
-      {"-l", "0,1", "--vdev", "net_pcap0,rx_pcap=" + path("in.pcap") + ",tx_pcap=" + path("live.pcap")},
-      {"--config", path("rules.yaml"), "--report", path("live.json"), "--stats-interval", "0.1",
-       "--mbuf-size", "256", "--mbufs", "20000"}));
-  ASSERT_TRUE(live.wait_for_output(
-      [](const std::string& out) { return out.find("port 0: rx 1000 ") != std::string::npos; }, 60s))
-      << live.err();
-  live.signal(SIGINT);
-  ASSERT_EQ(live.wait_exit(30s), 0) << live.err();
-  EXPECT_NE(live.err().find("of 256 bytes each"), std::string::npos) << live.err();
+TEST_F(SluicedLiveChained, JumboFramesThroughNetPcapAreClassifiedAndChargedWhole) {
+  // 8000-byte frames do not fit one 2 KiB mbuf: net_pcap chains each over four.
+  expect_chained_frames_decided_whole(8000, "4", {});
+}
 
-  const Json replay = load("replay.json"), got = load("live.json");
-  const Json& slow = got.at("rules").items.at(0);
-  EXPECT_EQ(slow.u64("matched_packets"), 1000u);
-  EXPECT_EQ(slow.u64("matched_bytes"), 1'500'000u);
-  EXPECT_EQ(slow.u64("passed_packets"), 66u);  // 100,000-byte burst / 1,500
-  EXPECT_EQ(got.at("default").u64("malformed_packets"), 0u);
-  for (const auto& [key, value] : replay.at("rules").items.at(0).fields) {
-    if (value.kind != Json::Kind::number) continue;
-    EXPECT_EQ(slow.u64(key), value.integer) << key;
-  }
-  const auto sent = pcap_record_lengths(path("live.pcap"));
-  ASSERT_EQ(sent.size(), 66u);
-  for (const auto& [caplen, len] : sent) {
-    EXPECT_EQ(caplen, 1500u);
-    EXPECT_EQ(len, 1500u);
-  }
+TEST_F(SluicedLiveChained, SmallMbufSizeChainsEveryFrameAndDecidesAsReplayDoes) {
+  // --mbuf-size 256 leaves 128 bytes of data per mbuf: each 1500-byte frame arrives as a
+  // chain of 12, its headers split across segments.
+  const std::string err =
+      expect_chained_frames_decided_whole(1500, "5", {"--mbuf-size", "256", "--mbufs", "20000"});
+  EXPECT_NE(err.find("of 256 bytes each"), std::string::npos) << err;
 }
 
 }  // namespace
