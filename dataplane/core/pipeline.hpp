@@ -46,6 +46,16 @@ struct PipelineOptions {
   // dataplane sizes its timing wheels for it once. 0: the start-up set's longest max-delay,
   // but at least kDefaultShapingHorizonNs. apply() refuses a rule beyond it.
   uint64_t shaping_horizon_ns = 0;
+
+  // As `sluiced --replay` runs: one thread and the capture's clock, so no stale readers and
+  // plain stores. Tests that compare another backend with replay build their pipeline so.
+  static PipelineOptions single_threaded(uint64_t hash_seed) {
+    PipelineOptions o;
+    o.hash_seed = hash_seed;
+    o.stale_read_tolerance_ns = 0;
+    o.single_writer = true;
+    return o;
+  }
 };
 
 struct Verdict {

@@ -30,10 +30,7 @@ struct ReplayInputs {
 Result<ReplayInputs> open_inputs(const ReplayOptions& opts) {
   Result<RuleSet> rules = load_rules_file(opts.config_path);
   if (!rules) return rules.error();
-  PipelineOptions popts;
-  popts.hash_seed = opts.hash_seed;
-  popts.stale_read_tolerance_ns = 0;  // one reader, the capture clock: no stale reads
-  popts.single_writer = true;         // and one thread: plain stores, no CAS
+  const PipelineOptions popts = PipelineOptions::single_threaded(opts.hash_seed);
   if (Status s = check_flow_memory_available(*rules, popts.default_max_flows); !s)
     return make_error(opts.config_path + ": " + s.error().message, s.error().kind);
   auto pipeline = Pipeline::create(std::move(rules).value(), popts);

@@ -127,11 +127,7 @@ void run_differential(const Scenario& sc, uint32_t seed, uint64_t start_ns = 3'0
   SCOPED_TRACE(sc.name);
   const RuleSet rules = rules_from(sc.rules);
   ASSERT_FALSE(rules.rules.empty());
-  PipelineOptions popts;
-  popts.hash_seed = 0x5eed;
-  popts.single_writer = true;
-  popts.stale_read_tolerance_ns = 0;
-  auto pipeline = Pipeline::create(rules, popts);
+  auto pipeline = Pipeline::create(rules, PipelineOptions::single_threaded(0x5eed));
   ASSERT_TRUE(pipeline.ok()) << pipeline.error().message;
   WorkerCounters core_counters = (*pipeline)->make_counters();
   auto prog = load_test_program(0);

@@ -89,11 +89,7 @@ class XdpFlowTables : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(cpu_.pinned());
     rules_ = rules_from(kRules);
-    PipelineOptions popts;
-    popts.hash_seed = 0x5eed;
-    popts.single_writer = true;
-    popts.stale_read_tolerance_ns = 0;
-    auto p = Pipeline::create(rules_, popts);
+    auto p = Pipeline::create(rules_, PipelineOptions::single_threaded(0x5eed));
     ASSERT_TRUE(p.ok()) << p.error().message;
     core_ = std::move(*p);
     core_counters_ = core_->make_counters();
