@@ -132,8 +132,8 @@ void Worker::handle_burst(const RulesSnapshot& rules, const WorkerRx& rxq, rte_m
 
   // The pipeline classifies the whole burst first (prefetching each flow's slot), then
   // charges it; describe() fetches the frames' first cache lines ahead of the parser.
-  Pipeline::Frame frames[kMaxBurst];
-  Verdict verdicts[kMaxBurst];
+  Pipeline::Frame* frames = frames_;
+  Verdict* verdicts = verdicts_;
   burst_frames_.describe(pkts, n, frames);
   flows_.observe(rules, frames, n, rxq.port);  // before a DSCP mark changes a frame
   pipeline_.process_burst(rules, frames, n, rxq.port, now_ns, counters_, verdicts);

@@ -152,6 +152,11 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
   std::vector<TxQueue> tx_;
   TimingWheel<HeldPacket> wheel_;
   BurstFrames burst_frames_;  // each burst's frames as the pipeline sees them
+  // One burst's descriptors and verdicts, every element written before it is read. Members,
+  // not locals: as locals their default member initialisers cleared all kMaxBurst entries of
+  // both arrays on every burst (2 KB of stores, whatever the burst's size).
+  Pipeline::Frame frames_[kMaxBurst];
+  Verdict verdicts_[kMaxBurst];
   uint64_t rules_generation_ = ~uint64_t{0};
   uint64_t expire_interval_ns_ = 0;
   AtomicStats stats_;
