@@ -101,6 +101,12 @@ def main():
     write("pcap_reader", "nsec.pcap", pcap(recs, nsec=True))
     write("pcap_reader", "ng.pcapng", pcapng(recs))
     write("pcap_reader", "truncated_record.pcap", pcap(recs)[:-10])
+    # xdp_program: records of [gap code][u16 LE length][frame]; every frame once, then a
+    # burst of one frame at one instant (code 0) that runs its rule's bucket dry.
+    rec = lambda gap, f: bytes([gap]) + struct.pack("<H", len(f)) + f
+    write("xdp_program", "every_frame", b"".join(rec(3, f) for f in fr.values()))
+    for name in ("ipv4_udp", "ipv6_ext_tcp", "qinq_ipv4"):
+        write("xdp_program", "burst_" + name, b"".join(rec(0, fr[name]) for _ in range(6)))
     rng = random.Random(13)
     for target, sizes in (("pipeline", (64, 256, 1024, 4096)), ("bucket_diff", (32, 128, 512, 2048))):
         for size in sizes:
