@@ -165,8 +165,18 @@ using classifier_detail::g_next_id;
 
 using namespace match_word;
 
-Classifier::Classifier(const std::vector<Rule>& rules) : Classifier(compile_match_tables(rules)) {
-  if (rules.size() > kLinearRules) return;
+// Up to kLinearRules rules classify() only walks them: the tables would never be read, and
+// building them (about 350 bitmaps, most of them copies) cost more than the rest of a
+// Pipeline::create of a few rules together.
+Classifier::Classifier(const std::vector<Rule>& rules)
+    : id_(g_next_id.fetch_add(1, std::memory_order_relaxed)),
+      rule_count_(rules.size()),
+      words_(words_for(rules.size())),
+      summary_words_(rules.size() > 64 ? (words_ + 63) / 64 : 0) {
+  if (rules.size() > kLinearRules) {
+    build_tables(compile_match_tables(rules));
+    return;
+  }
   for (const Rule& r : rules) linear_[linear_count_++] = compile_linear(r.match);
   use_linear_ = true;
 }
@@ -243,6 +253,10 @@ Classifier::Classifier(const MatchTables& t)
       rule_count_(t.rule_count),
       words_(words_for(t.rule_count)),
       summary_words_(t.rule_count > 64 ? (words_ + 63) / 64 : 0) {
+  build_tables(t);
+}
+
+void Classifier::build_tables(const MatchTables& t) {
   Arena arena(arena_, words_, summary_words_);
   RuleBits all(words_, 0);
   for (size_t i = 0; i < rule_count_; ++i) set_bit(all, i);

@@ -98,6 +98,8 @@ class Classifier {
     bool more = false;  // any of the three: the match word alone does not decide
   };
   static LinearRule compile_linear(const Match& m);
+  // The lookups and bitmaps of `tables` (rule_count_, words_, summary_words_ set).
+  void build_tables(const MatchTables& tables);
   int classify_linear(const ParsedFrame& pf, uint16_t ingress_port) const;
   // An address's 16 wire-order bytes as two little-endian loads.
   struct AddrWords {

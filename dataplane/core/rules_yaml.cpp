@@ -77,6 +77,11 @@ size_t printable_at(std::string_view s, size_t i) {
 Status check_printable(std::string_view text, const Messages& msg) {
   int line = 1;
   for (size_t i = 0; i < text.size();) {
+    // Printable ASCII, most of any rules file, first: printable_at() would say 1 for it.
+    if (const uint8_t b = uint8_t(text[i]); b >= 0x20 && b < 0x7f) {
+      ++i;
+      continue;
+    }
     size_t n = printable_at(text, i);
     if (n == 0) {
       uint8_t b = uint8_t(text[i]);

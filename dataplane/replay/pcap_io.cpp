@@ -2,11 +2,11 @@
 
 #include <pcap/pcap.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <optional>
 
 namespace sluice {
@@ -54,33 +54,45 @@ uint32_t load32(const unsigned char* p, bool swapped) {
   return swapped ? __builtin_bswap32(v) : v;
 }
 
-FileHeader read_file_header(const std::string& path) {
-  FileHeader h;
-  std::ifstream in(path, std::ios::binary);
+// From the file libpcap has open (pread: its stream's position stays where it is), not by
+// opening the path again: one open per capture, and a FIFO's bytes are not taken from libpcap.
+// A stream that cannot pread (a pipe) says nothing about its header.
+FileHeader read_file_header(pcap_t* h) {
+  FileHeader hdr;
+  FILE* f = pcap_file(h);
+  if (f == nullptr) return hdr;
+  const int fd = fileno(f);
+  auto read_at = [fd](unsigned char* out, size_t n, off_t at) {
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t k = ::pread(fd, out + got, n - got, at + off_t(got));
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;
+      got += size_t(k);
+    }
+    return got;
+  };
   unsigned char b[64] = {};
-  in.read(reinterpret_cast<char*>(b), sizeof b);
-  const size_t got = size_t(in.gcount());
-  if (got < 24) return h;
+  const size_t got = read_at(b, sizeof b, 0);
+  if (got < 24) return hdr;
   const uint32_t magic = load32(b, false);
   if (magic == 0xa1b2c3d4 || magic == 0xd4c3b2a1 || magic == 0xa1b23c4d || magic == 0x4d3cb2a1) {
     const bool swapped = magic == 0xd4c3b2a1 || magic == 0x4d3cb2a1;
-    h.microseconds = magic == 0xa1b2c3d4 || magic == 0xd4c3b2a1;
-    h.link_type = load32(b + 20, swapped) & 0x0fffffff;  // the top bits are FCS flags
+    hdr.microseconds = magic == 0xa1b2c3d4 || magic == 0xd4c3b2a1;
+    hdr.link_type = load32(b + 20, swapped) & 0x0fffffff;  // the top bits are FCS flags
   } else if (magic == 0x0a0d0d0a) {
     // Section header block (its byte-order magic at 8), then the first interface block.
     const bool swapped = load32(b + 8, false) == 0x4d3c2b1a;
     const uint32_t shb_len = load32(b + 4, swapped);
-    if (shb_len < 28 || shb_len % 4 != 0) return h;
+    if (shb_len < 28 || shb_len % 4 != 0) return hdr;
     unsigned char idb[12] = {};
-    in.clear();
-    in.seekg(shb_len);
-    if (in.read(reinterpret_cast<char*>(idb), sizeof idb) && load32(idb, swapped) == 1) {
+    if (read_at(idb, sizeof idb, off_t(shb_len)) == sizeof idb && load32(idb, swapped) == 1) {
       uint16_t lt;
       std::memcpy(&lt, idb + 8, 2);
-      h.link_type = swapped ? __builtin_bswap16(lt) : lt;
+      hdr.link_type = swapped ? __builtin_bswap16(lt) : lt;
     }
   }
-  return h;
+  return hdr;
 }
 
 }  // namespace
@@ -94,7 +106,7 @@ Result<std::unique_ptr<PcapReader>> PcapReader::open(const std::string& path) {
   pcap_t* h =
       pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, errbuf);
   if (h == nullptr) return input_error(path, describe_open_failure(path, errbuf));
-  const FileHeader header = read_file_header(path);
+  const FileHeader header = read_file_header(h);
   int link = pcap_datalink(h);
   if (link != DLT_EN10MB) {
     const char* name = pcap_datalink_val_to_name(link);

@@ -1,5 +1,5 @@
 // libFuzzer target: the capture reader (libpcap underneath) on arbitrary file contents. The
-// bytes are handed over as a file (a memfd, no disk), read to the end or to the first error,
+// bytes are handed over as a file (a memfd, no disk, reused from input to input), read to the end or to the first error,
 // and every packet it returns must be within the snap length it promised.
 #include <sys/mman.h>
 #include <unistd.h>
@@ -25,17 +25,18 @@ void check(bool ok, const char* what) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  int fd = memfd_create("fuzz.pcap", 0);
-  if (fd < 0) return 0;
+  // One memfd for the whole run, rewritten and cut to each input's size: system calls were a
+  // quarter of the target's time, and a memfd_create and a close per input test nothing. The
+  // reader opens it afresh by its path, as sluiced opens a capture.
+  static const int fd = memfd_create("fuzz.pcap", 0);
+  static const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  check(fd >= 0, "memfd_create failed");
   for (size_t done = 0; done < size;) {
-    ssize_t n = write(fd, data + done, size - done);
-    if (n <= 0) {
-      close(fd);
-      return 0;
-    }
+    ssize_t n = pwrite(fd, data + done, size - done, off_t(done));
+    check(n > 0, "pwrite failed");
     done += size_t(n);
   }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  check(ftruncate(fd, off_t(size)) == 0, "ftruncate failed");  // cuts the previous input's tail
   auto reader = PcapReader::open(path);
   if (reader) {
     PcapPacket pkt;
@@ -52,6 +53,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     check(!reader.error().message.empty(), "an open error without a message");
   }
-  close(fd);
   return 0;
 }

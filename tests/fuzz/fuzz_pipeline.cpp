@@ -10,14 +10,18 @@
 #include <memory>
 #include <vector>
 
+#include <arpa/inet.h>
+
+#include "fuzz_frame_writer.hpp"
 #include "fuzz_input.hpp"
-#include "packet_builder.hpp"
 #include "pipeline.hpp"
 #include "rules.hpp"
 
 using namespace sluice;
+using sluice::fuzz::FrameSlots;
+using sluice::fuzz::FrameSpec;
 using sluice::fuzz::FuzzInput;
-using sluice::testing::PacketBuilder;
+using sluice::fuzz::L4Kind;
 
 namespace {
 
@@ -31,6 +35,21 @@ void check(bool ok, const char* what) {
 const char* const kV4[] = {"10.0.0.1", "10.0.0.2", "10.1.2.3", "192.0.2.1", "198.51.100.7"};
 const char* const kV6[] = {"2001:db8::1", "2001:db8::2", "fe80::1", "2001:db8:1::5"};
 
+// kV4 and kV6 as bytes, parsed once.
+struct Addresses {
+  uint8_t v4[5][4];
+  uint8_t v6[4][16];
+};
+const Addresses& addresses() {
+  static const Addresses a = [] {
+    Addresses x{};
+    for (size_t i = 0; i < 5; ++i) check(inet_pton(AF_INET, kV4[i], x.v4[i]) == 1, "bad kV4");
+    for (size_t i = 0; i < 4; ++i) check(inet_pton(AF_INET6, kV6[i], x.v6[i]) == 1, "bad kV6");
+    return x;
+  }();
+  return a;
+}
+
 Cidr cidr(FuzzInput& in) {
   Cidr c;
   c.family = in.flag() ? 6 : 4;
@@ -38,11 +57,9 @@ Cidr cidr(FuzzInput& in) {
   c.prefix_len = uint8_t(in.range(0, max_len));
   // Mostly the addresses the frames use, so rules do match.
   if (in.flag()) {
-    PacketBuilder b;
-    auto f = c.family == 4 ? b.ipv4(kV4[in.range(0, 4)], "10.0.0.9").udp(1, 1).build()
-                           : b.ipv6(kV6[in.range(0, 3)], "2001:db8::9").udp(1, 1).build();
-    const size_t src_at = c.family == 4 ? 14 + 12 : 14 + 8;
-    for (unsigned i = 0; i < max_len / 8; ++i) c.addr[i] = f[src_at + i];
+    const Addresses& a = addresses();
+    const uint8_t* bytes = c.family == 4 ? a.v4[in.range(0, 4)] : a.v6[in.range(0, 3)];
+    for (unsigned i = 0; i < max_len / 8; ++i) c.addr[i] = bytes[i];
   } else {
     in.take(c.addr.data(), max_len / 8);
   }
@@ -108,30 +125,40 @@ Rule rule(FuzzInput& in, size_t index) {
   return r;
 }
 
-std::vector<uint8_t> frame(FuzzInput& in) {
+// One frame into `slots`' slot i; returns its length. Reads the input as PacketBuilder's
+// version of this function did, so a corpus means the same frames.
+uint32_t frame(FuzzInput& in, FrameSlots& slots, size_t i) {
+  uint8_t* out = slots.open(i);
+  size_t len;
   const unsigned kind = unsigned(in.range(0, 7));
   if (kind == 0) {  // raw bytes: malformed, non-IP, anything
-    std::vector<uint8_t> f(in.range(0, 200));
-    f.resize(in.take(f.data(), f.size()));
-    return f;
+    len = in.take(out, in.range(0, 200));
+  } else {
+    FrameSpec s;
+    if (kind & 4) s.vlan = int(in.range(0, 4095));
+    s.dscp = uint8_t(in.range(0, 63));
+    s.ipv6 = (kind & 1) != 0;
+    const Addresses& a = addresses();
+    const uint8_t *src, *dst;
+    if (s.ipv6) {
+      src = a.v6[in.range(0, 3)];
+      dst = a.v6[in.range(0, 3)];
+    } else {
+      src = a.v4[in.range(0, 4)];
+      dst = a.v4[in.range(0, 4)];
+    }
+    switch (in.range(0, 3)) {
+      case 0: s.l4 = L4Kind::udp, s.src_port = in.u16(), s.dst_port = uint16_t(in.range(0, 4000)); break;
+      case 1: s.l4 = L4Kind::tcp, s.src_port = in.u16(), s.dst_port = uint16_t(in.range(0, 4000)); break;
+      case 2: s.l4 = L4Kind::icmp; break;
+      default: s.l4 = L4Kind::bare, s.proto = uint8_t(in.range(0, 255)); break;
+    }
+    s.payload = in.range(0, 1500);
+    len = write_frame(s, src, dst, out);
+    if (in.range(0, 15) == 0) len = in.range(0, len - 1);  // truncated
   }
-  PacketBuilder b;
-  if (kind & 4) b.vlan(uint16_t(in.range(0, 4095)));
-  const uint8_t dscp = uint8_t(in.range(0, 63));
-  if (kind & 1)
-    b.ipv6(kV6[in.range(0, 3)], kV6[in.range(0, 3)], dscp);
-  else
-    b.ipv4(kV4[in.range(0, 4)], kV4[in.range(0, 4)], dscp);
-  switch (in.range(0, 3)) {
-    case 0: b.udp(in.u16(), uint16_t(in.range(0, 4000))); break;
-    case 1: b.tcp(in.u16(), uint16_t(in.range(0, 4000))); break;
-    case 2: b.icmp(); break;
-    default: b.proto(uint8_t(in.range(0, 255))); break;
-  }
-  b.payload(in.range(0, 1500));
-  std::vector<uint8_t> f = b.build();
-  if (in.range(0, 15) == 0 && !f.empty()) f.resize(in.range(0, f.size() - 1));  // truncated
-  return f;
+  slots.close(i, len);
+  return uint32_t(len);
 }
 
 void check_identities(const TrafficCounters& t, bool is_rule) {
@@ -147,6 +174,13 @@ void check_identities(const TrafficCounters& t, bool is_rule) {
 }
 
 }  // namespace
+
+// Once, before the first input: the frames written in place are PacketBuilder's.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  check(sluice::fuzz::same_as_packet_builder(kV4, 5, kV6, 4),
+        "write_frame and PacketBuilder build different frames");
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzInput in(data, size);
@@ -192,7 +226,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint64_t first = now;
   bool monotone = true;
 
-  std::vector<std::vector<uint8_t>> storage(Pipeline::kMaxBurst);
+  static FrameSlots slots(Pipeline::kMaxBurst);
   Pipeline::Frame frames[Pipeline::kMaxBurst];
   Verdict verdicts[Pipeline::kMaxBurst];
   for (int burst = 0; burst < 48 && !in.empty(); ++burst) {
@@ -207,8 +241,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     const size_t n = in.range(1, Pipeline::kMaxBurst);
     for (size_t i = 0; i < n; ++i) {
-      storage[i] = frame(in);
-      frames[i] = Pipeline::Frame{storage[i].data(), uint32_t(storage[i].size())};
+      const uint32_t len = frame(in, slots, i);
+      frames[i] = Pipeline::Frame{slots.data(i), len};
     }
     pipeline->process_burst(frames, n, uint16_t(in.range(0, 3)), now, counters, verdicts);
     for (size_t i = 0; i < n; ++i)
