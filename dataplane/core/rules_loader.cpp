@@ -60,7 +60,7 @@ class Loader {
 
   Messages msg_;
   bool link_;
-  YamlNode root_;  // the document: every Field points into it
+  YamlDocument doc_;  // every Field points into it
   RuleSet set_;
   std::map<std::string, size_t> index_by_name_;
   std::vector<int> parent_lines_;  // per rule, the line of its parent field
@@ -68,7 +68,7 @@ class Loader {
 
 Result<RuleSet> Loader::load(std::string_view text) {
   if (Status s = parse_document(text); !s) return s.error();
-  Result<Fields> top = collect_fields(msg_, root_, {"default", "rules"}, "top level");
+  Result<Fields> top = collect_fields(msg_, doc_.root(), {"default", "rules"}, "top level");
   if (!top) return top.error();
   if (const Field* f = find_field(*top, "default"))
     if (Status s = read_default(*f); !s) return s.error();
@@ -86,15 +86,16 @@ Status Loader::parse_document(std::string_view text) {
                       " MiB (" + std::to_string(kMaxRulesFileBytes) + " bytes)");
   const YamlLimits limits{kMaxNestingDepth, kMaxValueBytes, kMaxMapFields, kMaxRules,
                           kMaxYamlNodes};
-  Result<YamlNode> root = read_yaml_document(text, msg_, limits);
-  if (!root) return root.error();
-  root_ = std::move(*root);
-  if (root_.is_null())
+  Result<YamlDocument> doc = read_yaml_document(text, msg_, limits);
+  if (!doc) return doc.error();
+  doc_ = std::move(*doc);
+  const YamlNode& root = doc_.root();
+  if (root.is_null())
     return msg_.at(1,
                    "empty rules file (expected a map with \"rules:\" and optionally "
                    "\"default:\")");
-  if (!root_.is_map())
-    return msg_.at(root_.line, "expected a map with \"rules:\" and optionally \"default:\"");
+  if (!root.is_map())
+    return msg_.at(root.line, "expected a map with \"rules:\" and optionally \"default:\"");
   return Ok{};
 }
 
@@ -113,8 +114,10 @@ Status Loader::read_rules(const Field& f) {
   if (!f.value->is_list())
     return msg_.at(f.line,
                    "\"rules\" must be a list of rules (each item starting with \"- name:\")");
+  set_.rules.reserve(f.value->items);
+  parent_lines_.reserve(f.value->items);
   size_t index = 0;
-  for (const YamlNode& node : f.value->items)
+  for (const YamlNode& node : *f.value)
     if (Status s = add_rule(node, index++); !s) return s;
   return Ok{};
 }
