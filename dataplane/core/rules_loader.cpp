@@ -27,7 +27,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <unordered_map>
 #include <new>
 #include <utility>
@@ -62,7 +61,8 @@ class Loader {
   bool link_;
   YamlDocument doc_;  // every Field points into it
   RuleSet set_;
-  std::map<std::string, size_t> index_by_name_;
+  // Keys are the names' text in the document (doc_), which outlives the map.
+  std::unordered_map<std::string_view, size_t> index_by_name_;
   std::vector<int> parent_lines_;  // per rule, the line of its parent field
 };
 
@@ -115,6 +115,7 @@ Status Loader::read_rules(const Field& f) {
     return msg_.at(f.line,
                    "\"rules\" must be a list of rules (each item starting with \"- name:\")");
   set_.rules.reserve(f.value->items);
+  index_by_name_.reserve(f.value->items);
   parent_lines_.reserve(f.value->items);
   size_t index = 0;
   for (const YamlNode& node : *f.value)
@@ -131,7 +132,10 @@ Status Loader::add_rule(const YamlNode& node, size_t index) {
   if (rule.name == kDefaultRuleName)
     return msg_.at(rule.line, "rule " + quoted(rule.name) +
                                   ": the name \"default\" is reserved for the default action");
-  auto [it, fresh] = index_by_name_.emplace(rule.name, set_.rules.size());
+  // The rule's name as the document holds it: a view that stays valid as set_.rules grows.
+  const YamlNode* name = node.find("name");
+  auto [it, fresh] = index_by_name_.emplace(name != nullptr ? name->text : std::string_view{},
+                                            set_.rules.size());
   if (!fresh)
     return msg_.at(rule.line, "rule " + quoted(rule.name) +
                                   ": duplicate name (first used at line " +
