@@ -24,7 +24,9 @@
 # request-to-reply time is an upper bound of the apply latency. Forwarding rate: port 1
 # opackets from DPDK telemetry (/ethdev/stats,1) at the start and end of each window; "control
 # CPU" is the CPU time of sluiced's threads other than its workers during the windows of
-# changes, per request (clock ticks: 10 ms resolution, summed). On a machine others load,
+# changes, per request (clock ticks: 10 ms resolution, summed); beside it the same less what
+# those threads spend in the windows without changes (the stats tick encodes every rule's
+# counters every 20 ms whatever the requests), scaled to the storm's time. On a machine others load,
 # the workers do not get their 2 CPUs: the CPU time they got in each kind of window is shown,
 # and Mpps per worker CPU compares the cost per packet with and without changes. Then N (default 200)
 # `sluicectl --socket SOCK rule set per-flow --rate R` processes, one after another: the
@@ -229,7 +231,7 @@ def phase(name, step, changes_per_step):
     """Alternates windows of WINDOW_S without changes and with step() back to back, for
     `duration` s in all: the forwarding rates of both come from the same stretch of time,
     so the load others put on the machine meanwhile weighs on both alike."""
-    lat, cpu = [], 0.0
+    lat, cpu = [], {"idle": 0.0, "storm": 0.0}  # control threads' CPU s
     rate = {"idle": [0, 0.0, 0.0], "storm": [0, 0.0, 0.0]}  # packets, seconds, worker CPU s
     end = time.monotonic() + duration
     while time.monotonic() < end:
@@ -245,8 +247,7 @@ def phase(name, step, changes_per_step):
                 lat.append(time.perf_counter() - s)
             o1, t1 = opackets()
             w1, c1 = cpu_s()
-            if kind == "storm":
-                cpu += c1 - c0
+            cpu[kind] += c1 - c0
             rate[kind][0] += o1 - o0
             rate[kind][1] += t1 - t0
             rate[kind][2] += w1 - w0
@@ -259,7 +260,12 @@ def phase(name, step, changes_per_step):
            "changes": len(lat) * changes_per_step,
            "changes_per_s": len(lat) * changes_per_step / sum(lat),
            "p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[len(lat) * 99 // 100] * 1e6,
-           "max_us": lat[-1] * 1e6, "control_cpu_ms_per_request": cpu * 1e3 / len(lat)}
+           "max_us": lat[-1] * 1e6, "control_cpu_ms_per_request": cpu["storm"] * 1e3 / len(lat),
+           # What the control threads spend anyway (the stats tick, every 20 ms, encodes every
+           # rule's counters), from the idle windows, taken off the storm's CPU.
+           "control_cpu_idle_ms_per_s": cpu["idle"] * 1e3 / rate["idle"][1],
+           "control_cpu_ms_per_request_net":
+               (cpu["storm"] - cpu["idle"] / rate["idle"][1] * rate["storm"][1]) * 1e3 / len(lat)}
     print(f"bench_control: {json.dumps(out)}", file=sys.stderr)
     return out
 
@@ -310,13 +316,15 @@ n, start, end = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 phases = r["phases"]
 print("| storm (one client, one connection, each request waits for its reply) | requests "
       "| rule changes/s | request to reply p50 / p99 / max | sluiced control CPU per request "
+      "| less the idle windows' (CPU ms/s idle) "
       "| forwarding Mpps without / during | during / without | CPUs the 2 workers got, "
       "without / during | Mpps per worker CPU, during / without |")
-print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 for p in phases:
     print(f"| {p['phase']} | {p['requests']:,} | {p['changes_per_s']:,.0f} "
           f"| {p['p50_us']:,.0f} / {p['p99_us']:,.0f} / {p['max_us']:,.0f} us "
           f"| {p['control_cpu_ms_per_request']:.2f} ms "
+          f"| {p['control_cpu_ms_per_request_net']:.2f} ms ({p['control_cpu_idle_ms_per_s']:.0f}) "
           f"| {p['idle_mpps']:.2f} / {p['storm_mpps']:.2f} "
           f"| **{p['storm_mpps'] / p['idle_mpps']:.3f}x** "
           f"| {p['idle_worker_cpus']:.2f} / {p['storm_worker_cpus']:.2f} "

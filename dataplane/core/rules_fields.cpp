@@ -2,6 +2,7 @@
 // require each field; and the YAML helpers every map of a rules file is read with.
 #include "rules_fields.hpp"
 
+#include <array>
 #include <type_traits>
 #include <utility>
 
@@ -24,18 +25,21 @@ Result<Fields> collect_fields(const Messages& msg, const YamlNode& map,
                               const std::vector<std::string_view>& allowed,
                               const std::string& where) {
   Fields fields;
-  for (size_t i = 0; i < map.map_size(); ++i) {
-    const YamlNode& k = map.key(i);
+  fields.reserve(map.map_size());
+  for (YamlNode::Iterator it = map.begin(); it != map.end();) {
+    const YamlNode& k = *it;
+    const YamlNode& v = *++it;
+    ++it;
     if (!k.is_scalar()) return msg.at(k.line, where + ": field names must be plain words");
     if (const Field* first = find_field(fields, k.text))
       return msg.at(k.line, where + ": duplicate field " + quoted(k.text) + " (first at line " +
                                 std::to_string(first->line) + ")");
-    bool known = false;
-    for (std::string_view a : allowed) known = known || a == k.text;
-    if (!known)
+    size_t known = 0;
+    while (known < allowed.size() && allowed[known] != k.text) ++known;
+    if (known == allowed.size())
       return msg.at(k.line, where + ": unknown field " + quoted(k.text) + " (expected " +
                                 join(allowed) + ")");
-    fields.push_back(Field{k.text, &map.value(i), k.line});
+    fields.push_back(Field{k.text, &v, k.line, known});
   }
   return fields;
 }
@@ -48,7 +52,8 @@ Result<Fields> collect_map_fields(const Messages& msg, const Field& f, const std
   return collect_fields(msg, *f.value, allowed, where);
 }
 
-Result<std::string> scalar_of(const Messages& msg, const Field& f, const std::string& where) {
+Result<std::string_view> scalar_of(const Messages& msg, const Field& f,
+                                   const std::string& where) {
   if (f.value->is_null()) return msg.at(f.line, where + ": " + quoted(f.key) + " has no value");
   if (!f.value->is_scalar())
     return msg.at(f.line, where + ": " + quoted(f.key) + " must be a single value, not a " +
@@ -100,6 +105,7 @@ std::string algorithms_in(AlgoMask mask) {
 
 class RuleParser;
 using Apply = Status (RuleParser::*)(const Field&);
+constexpr size_t kRuleFieldCount = 19;  // rows of rule_fields()
 
 // One row per rule field: which algorithms use it, which require it, how to apply it. Rows
 // are applied in table order, so a field's prerequisites (rate before burst) come first.
@@ -155,12 +161,14 @@ class RuleParser {
   const YamlNode& node_;
   size_t index_;
   std::string label_;  // "rule \"NAME\"" once the name is known, else "rule #N"
+  // The rule's field for each row of rule_fields(), or nullptr.
+  std::array<const Field*, kRuleFieldCount> by_row_{};
   Rule rule_;
   int parent_line_ = 0;
 };
 
-const std::vector<RuleField>& rule_fields() {
-  static const std::vector<RuleField> table = {
+const std::array<RuleField, kRuleFieldCount>& rule_fields() {
+  static const std::array<RuleField, kRuleFieldCount> table = {{
       {"name", kAllAlgos, kAllAlgos, nullptr, nullptr},
       {"algorithm", kAllAlgos, 0, nullptr, nullptr},
       {"match", kAllAlgos, 0, &RuleParser::apply_match, nullptr},
@@ -181,30 +189,35 @@ const std::vector<RuleField>& rule_fields() {
       {"parent", kAllAlgos, 0, &RuleParser::apply_parent, nullptr},
       {"max-flows", kAllAlgos, 0, &RuleParser::apply_max_flows, nullptr},
       {"idle-timeout", kAllAlgos, 0, &RuleParser::apply_idle_timeout, nullptr},
-  };
+  }};
   return table;
 }
 
-std::vector<std::string_view> rule_field_names() {
-  std::vector<std::string_view> names;
-  for (const RuleField& f : rule_fields()) names.push_back(f.key);
+// In rule_fields() order: collect_fields' allowed_index is the row.
+const std::vector<std::string_view>& rule_field_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> n;
+    for (const RuleField& f : rule_fields()) n.push_back(f.key);
+    return n;
+  }();
   return names;
 }
 
 Result<Rule> RuleParser::parse() {
   rule_.line = node_.line;
-  label_ = numbered_label();
   if (!node_.is_map())
-    return msg_.at(rule_.line, label_ + ": expected a map of fields (name, match, rate, ...)");
+    return msg_.at(rule_.line,
+                   numbered_label() + ": expected a map of fields (name, match, rate, ...)");
   label_ = label_guess();
   Result<Fields> fields = collect_fields(msg_, node_, rule_field_names(), label_);
   if (!fields) return fields.error();
+  for (const Field& f : *fields) by_row_[f.allowed_index] = &f;
   for (auto step :
        {&RuleParser::read_name, &RuleParser::read_algorithm, &RuleParser::apply_fields}) {
     if (Status s = (this->*step)(*fields); !s) return s.error();
   }
   if (Status s = check_limits(); !s) return s.error();
-  return rule_;
+  return std::move(rule_);
 }
 
 // Names the rule in messages about its other fields, even before the name is validated.
@@ -215,10 +228,10 @@ std::string RuleParser::label_guess() const {
   return numbered_label();
 }
 
-Status RuleParser::read_name(const Fields& fields) {
-  const Field* f = find_field(fields, "name");
+Status RuleParser::read_name(const Fields&) {
+  const Field* f = by_row_[0];  // "name"
   if (f == nullptr) return msg_.at(rule_.line, label_ + ": missing \"name\"");
-  Result<std::string> name = scalar_of(msg_, *f, label_);
+  Result<std::string_view> name = scalar_of(msg_, *f, label_);
   if (!name) return name.error();
   if (!valid_name(*name))
     return msg_.at(f->line, label_ + ": invalid name " + quoted(*name) +
@@ -228,9 +241,9 @@ Status RuleParser::read_name(const Fields& fields) {
 }
 
 Status RuleParser::read_algorithm(const Fields& fields) {
-  const Field* f = find_field(fields, "algorithm");
+  const Field* f = by_row_[1];  // "algorithm"
   if (f != nullptr) {
-    Result<std::string> text = scalar_of(msg_, *f, label_);
+    Result<std::string_view> text = scalar_of(msg_, *f, label_);
     if (!text) return text.error();
     if (!parse_algorithm(*text, &rule_.algorithm))
       return msg_.at(f->line, label_ + ": unknown algorithm " + quoted(*text) + " (expected " +
@@ -242,27 +255,32 @@ Status RuleParser::read_algorithm(const Fields& fields) {
 // Each algorithm has its own parameters; a field it ignores is a mistake worth reporting.
 // Stray fields are reported before missing ones: "rate is not used by fixed-window" says
 // more than "fixed-window needs limit" when someone wrote a bucket rule as a window.
-Status RuleParser::check_fields_for_algorithm(const Fields& fields) const {
+Status RuleParser::check_fields_for_algorithm(const Fields&) const {
   AlgoMask me = algo_bit(rule_.algorithm);
   const char* algo = algorithm_name(rule_.algorithm);
-  for (const RuleField& spec : rule_fields()) {
-    const Field* f = find_field(fields, spec.key);
+  const auto& table = rule_fields();
+  for (size_t row = 0; row < table.size(); ++row) {
+    const RuleField& spec = table[row];
+    const Field* f = by_row_[row];
     if (f == nullptr || (spec.allowed & me)) continue;
     std::string m = label_ + ": " + quoted(spec.key) + " is not used by algorithm " + algo +
                     " (only by " + algorithms_in(spec.allowed) + ")";
     if (spec.hint != nullptr) m += "; " + std::string(spec.hint);
     return msg_.at(f->line, m);
   }
-  for (const RuleField& spec : rule_fields()) {
-    if ((spec.required & me) && find_field(fields, spec.key) == nullptr)
+  for (size_t row = 0; row < table.size(); ++row) {
+    const RuleField& spec = table[row];
+    if ((spec.required & me) && by_row_[row] == nullptr)
       return msg_.at(rule_.line, label_ + ": algorithm " + algo + " needs " + quoted(spec.key));
   }
   return Ok{};
 }
 
-Status RuleParser::apply_fields(const Fields& fields) {
-  for (const RuleField& spec : rule_fields()) {
-    const Field* f = find_field(fields, spec.key);
+Status RuleParser::apply_fields(const Fields&) {
+  const auto& table = rule_fields();
+  for (size_t row = 0; row < table.size(); ++row) {
+    const RuleField& spec = table[row];
+    const Field* f = by_row_[row];
     if (f == nullptr || spec.apply == nullptr) continue;
     if (Status s = (this->*spec.apply)(*f); !s) return s;
   }
@@ -359,7 +377,7 @@ Result<uint64_t> RuleParser::bucket_size(const Field& f, CostUnit unit, bool all
       msg_, f, label_, [unit](const std::string& s) { return parse_burst(s, unit); });
   if (!b) return b;
   if (!(allow_zero && *b == 0) && *b < min_burst(unit))
-    return msg_.at(f.line, label_ + ": " + f.key + " " + std::to_string(*b) +
+    return msg_.at(f.line, label_ + ": " + std::string(f.key) + " " + std::to_string(*b) +
                                " is below the minimum of " + unit_words(unit));
   return b;
 }
@@ -387,7 +405,7 @@ Status RuleParser::apply_peak_burst(const Field& f) {
 
 // Durations and window limits: zero is refused with the same message for each.
 Status RuleParser::require_positive(const Field& f, uint64_t value) const {
-  if (value == 0) return msg_.at(f.line, label_ + ": " + f.key + " must be positive");
+  if (value == 0) return msg_.at(f.line, label_ + ": " + std::string(f.key) + " must be positive");
   return Ok{};
 }
 
@@ -408,14 +426,14 @@ Status RuleParser::apply_window(const Field& f) {
 // A window limit is packets when it is a bare number and bytes when it carries a size unit
 // ("1500B", "64KiB"), so "1500" and "1500B" mean different things on purpose.
 Status RuleParser::apply_limit(const Field& f) {
-  Result<std::string> text = scalar_of(msg_, f, label_);
+  Result<std::string_view> text = scalar_of(msg_, f, label_);
   if (!text) return text.error();
-  bool bare = text->find_first_not_of("0123456789.") == std::string::npos;
+  bool bare = text->find_first_not_of("0123456789.") == std::string_view::npos;
   CostUnit unit = bare ? CostUnit::packets : CostUnit::bytes;
   uint64_t packets = 0;
   Result<uint64_t> v = invalid_input("expected a whole number of packets");
   if (!bare)
-    v = parse_burst(*text, unit);
+    v = parse_burst(std::string(*text), unit);
   else if (parse_uint(*text, UINT64_MAX, &packets))
     v = packets;
   if (!v)
@@ -478,7 +496,7 @@ Status RuleParser::apply_overflow(const Field& f) {
 
 // Only the name is read here; the Loader resolves it once every rule is known.
 Status RuleParser::apply_parent(const Field& f) {
-  Result<std::string> name = scalar_of(msg_, f, label_);
+  Result<std::string_view> name = scalar_of(msg_, f, label_);
   if (!name) return name.error();
   if (!valid_name(*name)) return msg_.at(f.line, label_ + ": invalid parent name " + quoted(*name));
   rule_.parent = *name;

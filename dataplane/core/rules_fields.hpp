@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -17,9 +18,10 @@
 namespace sluice::rules_internal {
 
 struct Field {
-  std::string key;
-  const YamlNode* value;  // in the document, which outlives the fields
+  std::string_view key;   // in the document, which outlives the fields
+  const YamlNode* value;  // in the document
   int line;               // of the key: a missing value has no position of its own
+  size_t allowed_index;   // of the key in collect_fields' `allowed`
 };
 
 using Fields = std::vector<Field>;
@@ -38,18 +40,21 @@ Result<Fields> collect_map_fields(const Messages& msg, const Field& f, const std
                                   const std::vector<std::string_view>& allowed,
                                   const std::string& where);
 
-// The field's value as text; a null, map or list value is an error.
-Result<std::string> scalar_of(const Messages& msg, const Field& f, const std::string& where);
+// The field's value as text (in the document); a null, map or list value is an error.
+Result<std::string_view> scalar_of(const Messages& msg, const Field& f, const std::string& where);
 
 // Reads a scalar field with `parse(text) -> Result<T>`; a failure reads
 // `WHERE: KEY "TEXT": WHY`.
 template <class T, class Parse>
 Result<T> parse_field(const Messages& msg, const Field& f, const std::string& where, Parse parse) {
-  Result<std::string> text = scalar_of(msg, f, where);
+  Result<std::string_view> text = scalar_of(msg, f, where);
   if (!text) return text.error();
-  Result<T> value = parse(*text);
+  Result<T> value = [&] {
+    if constexpr (std::is_invocable_v<Parse, std::string_view>) return parse(*text);
+    else return parse(std::string(*text));
+  }();
   if (!value)
-    return msg.at(f.line, where + ": " + f.key + " " + quoted(*text) + ": " +
+    return msg.at(f.line, where + ": " + std::string(f.key) + " " + quoted(*text) + ": " +
                               value.error().message);
   return value;
 }

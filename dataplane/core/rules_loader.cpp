@@ -27,7 +27,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <unordered_map>
 #include <new>
 #include <utility>
@@ -60,15 +59,16 @@ class Loader {
 
   Messages msg_;
   bool link_;
-  YamlNode root_;  // the document: every Field points into it
+  YamlDocument doc_;  // every Field points into it
   RuleSet set_;
-  std::map<std::string, size_t> index_by_name_;
+  // Keys are the names' text in the document (doc_), which outlives the map.
+  std::unordered_map<std::string_view, size_t> index_by_name_;
   std::vector<int> parent_lines_;  // per rule, the line of its parent field
 };
 
 Result<RuleSet> Loader::load(std::string_view text) {
   if (Status s = parse_document(text); !s) return s.error();
-  Result<Fields> top = collect_fields(msg_, root_, {"default", "rules"}, "top level");
+  Result<Fields> top = collect_fields(msg_, doc_.root(), {"default", "rules"}, "top level");
   if (!top) return top.error();
   if (const Field* f = find_field(*top, "default"))
     if (Status s = read_default(*f); !s) return s.error();
@@ -86,15 +86,16 @@ Status Loader::parse_document(std::string_view text) {
                       " MiB (" + std::to_string(kMaxRulesFileBytes) + " bytes)");
   const YamlLimits limits{kMaxNestingDepth, kMaxValueBytes, kMaxMapFields, kMaxRules,
                           kMaxYamlNodes};
-  Result<YamlNode> root = read_yaml_document(text, msg_, limits);
-  if (!root) return root.error();
-  root_ = std::move(*root);
-  if (root_.is_null())
+  Result<YamlDocument> doc = read_yaml_document(text, msg_, limits);
+  if (!doc) return doc.error();
+  doc_ = std::move(*doc);
+  const YamlNode& root = doc_.root();
+  if (root.is_null())
     return msg_.at(1,
                    "empty rules file (expected a map with \"rules:\" and optionally "
                    "\"default:\")");
-  if (!root_.is_map())
-    return msg_.at(root_.line, "expected a map with \"rules:\" and optionally \"default:\"");
+  if (!root.is_map())
+    return msg_.at(root.line, "expected a map with \"rules:\" and optionally \"default:\"");
   return Ok{};
 }
 
@@ -113,8 +114,11 @@ Status Loader::read_rules(const Field& f) {
   if (!f.value->is_list())
     return msg_.at(f.line,
                    "\"rules\" must be a list of rules (each item starting with \"- name:\")");
+  set_.rules.reserve(f.value->items);
+  index_by_name_.reserve(f.value->items);
+  parent_lines_.reserve(f.value->items);
   size_t index = 0;
-  for (const YamlNode& node : f.value->items)
+  for (const YamlNode& node : *f.value)
     if (Status s = add_rule(node, index++); !s) return s;
   return Ok{};
 }
@@ -128,7 +132,10 @@ Status Loader::add_rule(const YamlNode& node, size_t index) {
   if (rule.name == kDefaultRuleName)
     return msg_.at(rule.line, "rule " + quoted(rule.name) +
                                   ": the name \"default\" is reserved for the default action");
-  auto [it, fresh] = index_by_name_.emplace(rule.name, set_.rules.size());
+  // The rule's name as the document holds it: a view that stays valid as set_.rules grows.
+  const YamlNode* name = node.find("name");
+  auto [it, fresh] = index_by_name_.emplace(name != nullptr ? name->text : std::string_view{},
+                                            set_.rules.size());
   if (!fresh)
     return msg_.at(rule.line, "rule " + quoted(rule.name) +
                                   ": duplicate name (first used at line " +

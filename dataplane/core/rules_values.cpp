@@ -113,15 +113,18 @@ bool parse_algorithm(std::string_view s, Algorithm* out) {
 }
 
 Result<std::pair<KeyMode, uint8_t>> parse_key(std::string_view s) {
-  const Error bad = invalid_input(
-      "expected none, src-ip, dst-ip, src-dst, 5-tuple, src-prefix/N or dst-prefix/N "
-      "(N from 1 to 128)");
+  // Built only when needed: most keys are good, and a message is an allocation.
+  auto bad = [] {
+    return invalid_input(
+        "expected none, src-ip, dst-ip, src-dst, 5-tuple, src-prefix/N or dst-prefix/N "
+        "(N from 1 to 128)");
+  };
   for (const KeyName& k : kKeyNames)
     if (s == k.name) return std::pair{k.mode, uint8_t(0)};
   bool src = s.starts_with(kSrcPrefix);
-  if (!src && !s.starts_with(kDstPrefix)) return bad;
+  if (!src && !s.starts_with(kDstPrefix)) return bad();
   uint64_t n = 0;
-  if (!parse_uint(s.substr(kSrcPrefix.size()), 128, &n) || n < 1) return bad;
+  if (!parse_uint(s.substr(kSrcPrefix.size()), 128, &n) || n < 1) return bad();
   return std::pair{src ? KeyMode::src_prefix : KeyMode::dst_prefix, uint8_t(n)};
 }
 
@@ -138,15 +141,15 @@ Result<uint8_t> parse_proto(std::string_view s) {
 bool has_ports(uint8_t proto) { return proto == 6 || proto == 17 || proto == 132; }
 
 Result<PortRange> parse_port_range(std::string_view s) {
-  const Error bad = invalid_input("expected a port (0-65535) or a range lo-hi with lo <= hi");
+  auto bad = [] { return invalid_input("expected a port (0-65535) or a range lo-hi with lo <= hi"); };
   size_t dash = s.find('-');
   uint64_t lo = 0, hi = 0;
   if (dash == std::string_view::npos) {
-    if (!parse_uint(s, 65535, &lo)) return bad;
+    if (!parse_uint(s, 65535, &lo)) return bad();
     hi = lo;
   } else if (!parse_uint(s.substr(0, dash), 65535, &lo) ||
              !parse_uint(s.substr(dash + 1), 65535, &hi) || lo > hi) {
-    return bad;
+    return bad();
   }
   return PortRange{uint16_t(lo), uint16_t(hi)};
 }

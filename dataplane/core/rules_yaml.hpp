@@ -29,25 +29,58 @@ class Messages {
   std::string file_;
 };
 
+// One node of a document. A document's nodes lie in one array in document order (pre-order),
+// so a collection's items follow it: the first right after it, each next one `span` nodes
+// after the one before (span: the node and everything under it). Nodes and their text live
+// as long as their YamlDocument; one load allocates a few arrays, not one per node.
 struct YamlNode {
   // null: an empty value, "~" or "null" written plain (a quoted "" is an empty scalar).
   enum class Kind : uint8_t { null, scalar, map, list };
   Kind kind = Kind::null;
-  int line = 0;      // 1-based, where the node starts
-  std::string text;  // scalars
+  int line = 0;           // 1-based, where the node starts
+  std::string_view text;  // scalars
   // A list's items; a map's keys and values alternating (key 0, value 0, key 1, ...), in the
   // file's order.
-  std::vector<YamlNode> items;
+  uint32_t items = 0;
+  uint32_t span = 1;
 
   bool is_null() const { return kind == Kind::null; }
   bool is_scalar() const { return kind == Kind::scalar; }
   bool is_map() const { return kind == Kind::map; }
   bool is_list() const { return kind == Kind::list; }
-  size_t map_size() const { return items.size() / 2; }
-  const YamlNode& key(size_t i) const { return items[2 * i]; }
-  const YamlNode& value(size_t i) const { return items[2 * i + 1]; }
+  size_t map_size() const { return items / 2; }
+
+  // The items of a list, or a map's keys and values alternating: for (const YamlNode& n : node).
+  class Iterator {
+   public:
+    explicit Iterator(const YamlNode* at) : at_(at) {}
+    const YamlNode& operator*() const { return *at_; }
+    Iterator& operator++() {
+      at_ += at_->span;
+      return *this;
+    }
+    bool operator==(const Iterator& o) const { return at_ == o.at_; }
+
+   private:
+    const YamlNode* at_;
+  };
+  Iterator begin() const { return Iterator(this + 1); }
+  Iterator end() const { return Iterator(this + span); }
+
   // The value of the first scalar key equal to `key`, or nullptr (maps only).
   const YamlNode* find(std::string_view key) const;
+};
+
+// A document: its nodes (the root first) and the text of its scalars.
+class YamlDocument {
+ public:
+  const YamlNode& root() const { return nodes_.empty() ? kNull : nodes_.front(); }
+
+ private:
+  friend class YamlDocumentBuilder;
+  static constexpr YamlNode kNull{};
+  std::vector<YamlNode> nodes_;
+  std::vector<char> chars_;  // not a std::string: a move must keep the nodes' views valid
 };
 
 struct YamlLimits {
@@ -60,7 +93,7 @@ struct YamlLimits {
 
 // The document of `text`, whose root is null for an empty file. A second document, a syntax
 // error or a limit is an error at its line.
-Result<YamlNode> read_yaml_document(std::string_view text, const Messages& msg,
+Result<YamlDocument> read_yaml_document(std::string_view text, const Messages& msg,
                                     const YamlLimits& limits);
 
 }  // namespace sluice::rules_internal

@@ -32,6 +32,7 @@ using Clock = std::chrono::steady_clock;
 // How often the control loop wakes: bounds the delay between a signal and the stop.
 constexpr auto kControlTick = std::chrono::milliseconds(20);
 constexpr auto kLinkPoll = std::chrono::seconds(1);
+constexpr int kControlThreadNice = -10;  // the control socket's threads (ControlLimits)
 
 Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts) {
   auto rules = load_rules_file(opts.config_path);
@@ -72,7 +73,11 @@ struct CounterReaders {
 // takes no device.
 Status start_readers(const LiveOptions& opts, const Pipeline& pipeline, CounterReaders* readers) {
   if (!opts.control_socket.empty()) {
-    auto server = ControlServer::start(opts.control_socket, pipeline.rules());
+    // The control threads float over the workers' CPUs: at a higher priority than the
+    // busy-polling workers, a request runs when it comes instead of after a worker's slice.
+    ControlLimits limits;
+    limits.thread_nice = kControlThreadNice;
+    auto server = ControlServer::start(opts.control_socket, pipeline.rules(), nullptr, limits);
     if (!server) return server.error();
     readers->control = std::move(server).value();
   }

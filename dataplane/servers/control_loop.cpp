@@ -2,11 +2,14 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 namespace sluice {
@@ -26,6 +29,19 @@ int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// Gives the calling thread `nice` (ControlLimits::thread_nice). On Linux setpriority on a
+// thread id sets that thread's nice value alone (setpriority(2), "Notes").
+void set_thread_nice(int nice) {
+  if (nice == 0) return;
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice) == 0) return;
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    std::fprintf(stderr,
+                 "sluiced: control socket threads keep their priority (nice %d: %s); rule "
+                 "changes may wait for a busy worker's time slice\n",
+                 nice, std::strerror(errno));
 }
 
 // Best effort, never blocking: for a connection refused at once.
@@ -97,6 +113,7 @@ ControlLoop::~ControlLoop() {
 }
 
 void ControlLoop::work() {
+  set_thread_nice(limits_.thread_nice);
   for (;;) {
     Job job;
     {
@@ -117,6 +134,7 @@ void ControlLoop::work() {
 }
 
 void ControlLoop::run() {
+  set_thread_nice(limits_.thread_nice);
   std::vector<epoll_event> events(256);
   std::vector<uint64_t> ready;
   int64_t next_tick = now_ms() + kTickMs;

@@ -26,6 +26,11 @@ struct ControlLimits {
   int request_deadline_ms = 5000;               // from a request's first byte to its last
   int reply_deadline_ms = 5000;                 // to take a whole reply
   int idle_timeout_ms = 60000;                  // open with no request under way
+  // The nice value of the loop's two threads (Linux: a per-thread value), 0 to leave it. A
+  // negative one lets a request's wake-up preempt a busy-polling worker sharing the CPU,
+  // instead of waiting out the worker's slice. Needs CAP_SYS_NICE: without it the threads
+  // keep their priority and say so once on stderr.
+  int thread_nice = 0;
 };
 
 class ControlLoop {

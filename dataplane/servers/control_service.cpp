@@ -110,13 +110,16 @@ std::string ControlService::write(const wire::Request& r, RulesTarget* target) {
     return error(r, wire::ErrorKind::conflict,
                  "rules changed since generation " + std::to_string(*r.expect_generation) +
                      " (now " + std::to_string(generation) + ")");
-  const RuleSet current = target->rules();
   Result<RuleSet> next = make_error("");
-  switch (r.op) {
-    case Op::rule_add: next = add_rules(current, r.text, r.filename, r.before); break;
-    case Op::rule_set: next = set_rule_fields(current, r.name, r.fields); break;
-    case Op::rule_del: next = delete_rule(current, r.name); break;
-    default: next = load_rules_text(r.text, r.filename); break;
+  if (r.op == Op::config_load) {
+    next = load_rules_text(r.text, r.filename);  // the running rules play no part
+  } else {
+    const RuleSet current = target->rules();
+    switch (r.op) {
+      case Op::rule_add: next = add_rules(current, r.text, r.filename, r.before); break;
+      case Op::rule_set: next = set_rule_fields(current, r.name, r.fields); break;
+      default: next = delete_rule(current, r.name); break;
+    }
   }
   if (!next) return error(r, wire::ErrorKind::invalid, next.error().message);
   auto applied = target->apply(std::move(next).value());

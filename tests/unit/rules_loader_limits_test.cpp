@@ -201,6 +201,24 @@ TEST(RulesLoaderLimits, TextMustBePrintableUtf8) {
   expect_loads("\xef\xbb\xbfrules: []  # caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n");
 }
 
+// The check reads printable ASCII eight bytes at a time: a bad byte at any offset within (or
+// past) a word, and every byte value just outside printable ASCII, is still found at its line.
+TEST(RulesLoaderLimits, NonPrintableByteAtAnyOffsetIsFoundAtItsLine) {
+  for (char bad : {'\x01', '\x1f', '\x7f', '\x80', '\xff'}) {
+    for (size_t at = 0; at < 24; ++at) {
+      std::string comment(24, 'x');
+      comment[at] = bad;
+      const std::string text = "rules: []\n#\n# " + comment + "\n# more\n";
+      std::string m = error_at(text, 3);
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", unsigned(uint8_t(bad)));
+      EXPECT_TRUE(contains(m, std::string("byte ") + hex)) << m << " (offset " << at << ")";
+    }
+  }
+  // Tabs and line breaks stay allowed wherever they fall.
+  expect_loads("rules: []\n#\txxxxxxx\r\n#xxxxxx\txx\n# xxxxxxxxxxxxxxxx\t\n");
+}
+
 // --- what the pipeline would refuse ---
 
 TEST(RulesLoaderLimits, DefaultIsAReservedName) {
