@@ -55,20 +55,15 @@ __attribute__((noinline)) int sl_charge(const struct sl_frame *f, __u32 at, __u6
 __attribute__((noinline)) int sl_refund_at(const struct sl_frame *f, __u32 at, __u64 now_ns) {
   struct sl_xdp_rule *r;
   struct sl_bucket *b;
-  union sl_any_flow_key key;
   __u32 state;
-  void *table;
   if (!f) return 0;
   r = bpf_map_lookup_elem(&sl_rules, &at);
   if (!r) return 0;
   state = r->state;
-  if (r->key_mode == SL_KEY_NONE) {
+  if (r->key_mode == SL_KEY_NONE)
     b = bpf_map_lookup_elem(&sl_aggregates, &state);
-  } else {
-    table = sl_flow_table_of(r, f, &key);
-    if (!table) return 0;
-    b = bpf_map_lookup_elem(table, &key);
-  }
+  else
+    b = sl_flow_find(r, f);
   if (b) sl_refund(r, b, now_ns, sl_cost(r, f->len));
   return 0;
 }

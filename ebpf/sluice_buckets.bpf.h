@@ -1,13 +1,13 @@
 /*
  * Buckets and meters: a rule's state for a frame (its aggregate, or its flow's in the rule's
- * flow table), charged and refunded with the core's arithmetic (bucket_math.h) through BPF
+ * flow table, sluice_flow_table.bpf.h), charged and refunded with the core's arithmetic (bucket_math.h) through BPF
  * compare-and-swap; the meters' two words through a sequence claim (sluice_abi.h "Buckets").
  */
 #ifndef SLUICE_EBPF_SLUICE_BUCKETS_BPF_H
 #define SLUICE_EBPF_SLUICE_BUCKETS_BPF_H
 
-#include "sluice_counters.bpf.h"
 #include "sluice_flow_key.bpf.h"
+#include "sluice_flow_table.bpf.h"
 #include "sluice_maps.bpf.h"
 
 /* Bounded retries of a lost compare-and-swap race; the last loss refuses the packet
@@ -62,8 +62,7 @@ static __always_inline __u64 sl_stable_seq(struct sl_bucket *b) {
   return seq;
 }
 
-/* Starts bucket b over at now_ns if its sequence is still `seen_seq` (0: never initialised;
- * else the sequence under which the caller judged the flow idle). */
+/* Starts bucket b over at now_ns if its sequence is still `seen_seq` (0: never initialised). */
 static __always_inline void sl_restart(const struct sl_xdp_rule *r, struct sl_bucket *b,
                                        __u64 now_ns, __u64 seen_seq) {
   struct sl_bucket fresh = {};
@@ -76,31 +75,81 @@ static __always_inline void sl_restart(const struct sl_xdp_rule *r, struct sl_bu
   __sync_fetch_and_add(&b->seq, 1);
 }
 
-/* The rule's flow table and the frame's key in it (a rule keyed by one address has the
- * shorter key); NULL if the rule has no table. */
+/* The rule's flow table and its numbers (sl_flow_meta); NULL if the rule has none. */
 static __always_inline void *sl_flow_table_of(const struct sl_xdp_rule *r,
-                                              const struct sl_frame *f,
-                                              union sl_any_flow_key *k) {
+                                              struct sl_flow_meta **meta) {
   __u32 state = r->state;
-  if (sl_addr_key_mode(r->key_mode)) {
-    sl_addr_flow_key_of(f, r, &k->addr);
-    return bpf_map_lookup_elem(&sl_addr_flow_tables, &state);
-  }
-  sl_flow_key_of(f, r, &k->full);
+  *meta = bpf_map_lookup_elem(&sl_flow_meta, &state);
+  if (!*meta) return 0;
   return bpf_map_lookup_elem(&sl_flow_tables, &state);
 }
 
+/* Way `way` (0..15) of the candidate sets s1, s2. */
+static __always_inline struct sl_flow_slot *sl_ft_slot(struct sl_flow_set *s1,
+                                                       struct sl_flow_set *s2, __u32 way) {
+  return way < SL_FT_WAYS ? &s1->slot[way & (SL_FT_WAYS - 1)]
+                          : &s2->slot[way & (SL_FT_WAYS - 1)];
+}
+
+/* The flow's bucket when it is not in its first set s1 (FlowTable::find_elsewhere_or_insert):
+ * its second set, else a claim, after which a created or evicted slot is initialised full
+ * (the key beside it, for user space) and published seen once. NULL: no slot. */
+static __always_inline struct sl_bucket *sl_flow_elsewhere(
+    const struct sl_xdp_rule *r, const struct sl_frame *f, void *table, struct sl_flow_meta *m,
+    struct sl_flow_set *s1, const struct sl_flow_key *key, __u64 hash, __u64 fp, __u32 tick,
+    __u32 first, __u64 now_ns) {
+  struct sl_flow_set *s2 = s1, *sw;
+  struct sl_flow_slot *slot;
+  __u32 second = sl_ft_set(hash, SL_FT_SET_MUL2, m->sets), n = SL_FT_WAYS, way, at;
+  __u64 sets = m->sets;
+  int res;
+  if (second != first) {
+    s2 = bpf_map_lookup_elem(table, &second);
+    if (!s2) return 0;
+    n = 2 * SL_FT_WAYS;
+    res = sl_ft_way(s2, fp, tick, 1);
+    if (res >= 0) return &s2->slot[res & (SL_FT_WAYS - 1)].b;
+  }
+  /* The sweep (sluice_abi.h "Flow tables"): one set per claim. */
+  if (sets) {
+    at = (__u32)(__sync_fetch_and_add(&m->cursor, 1) % sets);
+    sw = bpf_map_lookup_elem(table, &at);
+    if (sw) sl_ft_sweep_set(sw, m, tick);
+  }
+  res = sl_ft_claim(s1, s2, m, fp, (__u64)tick | (__u64)n << SL_FT_TICK_BITS);
+  if (!res) return 0;
+  way = ((__u32)res >> 8) & (2 * SL_FT_WAYS - 1);
+  slot = sl_ft_slot(s1, s2, way);
+  if ((res & 0xff) == SL_FT_IS_FOUND) return &slot->b;
+  sl_init_bucket(r, &slot->b, now_ns);
+  slot->b.seq = 2;
+  slot->b.packets = 0;
+  slot->b.bytes = 0;
+  if (way < SL_FT_WAYS)
+    s1->key[way & (SL_FT_WAYS - 1)] = *key;
+  else
+    s2->key[way & (SL_FT_WAYS - 1)] = *key;
+  /* Seen once until its next packet; the locked CAS publishes the initialised words. */
+  __sync_val_compare_and_swap(sl_ft_tag(s1, s2, way), SL_FT_PENDING | fp,
+                              fp | SL_FT_SEEN_ONCE | tick);
+  (void)f;
+  return &slot->b;
+}
+
 /* The rule's bucket for this frame: its aggregate, or its flow's in the rule's own table
- * (created full on the flow's first packet). NULL if the rule has no table or it refuses an
- * insert, or (a race at an aggregate's very
- * first packet) another CPU's initialisation does not finish within SL_SEQ_TRIES reads. */
+ * (created full on the flow's first packet). NULL if the rule has no table or no slot for a
+ * new flow, or (a race at an aggregate's very first packet) another CPU's initialisation
+ * does not finish within SL_SEQ_TRIES reads. */
 static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *r,
                                                       const struct sl_frame *f, __u64 now_ns) {
-  union sl_any_flow_key key;
+  struct sl_flow_meta *m = 0;
+  struct sl_flow_set *s1;
+  struct sl_flow_key key;
   struct sl_bucket *b;
-  __u32 state = r->state;
+  __u32 state = r->state, tick, first;
+  __u64 seq, hash, fp;
   void *table;
-  __u64 seen, seq;
+  int way;
   if (r->key_mode == SL_KEY_NONE) {
     b = bpf_map_lookup_elem(&sl_aggregates, &state);
     if (!b) return 0;
@@ -111,34 +160,55 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
     }
     return b;
   }
-  table = sl_flow_table_of(r, f, &key);
-  if (!table) return 0;
-  b = bpf_map_lookup_elem(table, &key);
-  if (!b) {
-    struct sl_bucket fresh = {};
-    sl_init_bucket(r, &fresh, now_ns);
-    fresh.seq = 2;
-    fresh.packets = 1;
-    fresh.bytes = f->len;
-    /* BPF_NOEXIST: of two CPUs creating the flow at once, the first one's state stays, and
-     * only its insert counts as a flow created (flows_evicted is derived from it). */
-    if (bpf_map_update_elem(table, &key, &fresh, BPF_NOEXIST) == 0) {
-      struct sl_slot_counters *c = sl_counters_of(state);
-      if (c) c->flows_created += 1;
-    }
-    return bpf_map_lookup_elem(table, &key);
+  table = sl_flow_table_of(r, &m);
+  if (!table || !m) return 0;
+  sl_flow_key_of(f, r, &key);
+  hash = sl_flow_hash(&key, m);
+  fp = sl_ft_fp(hash);
+  tick = sl_ft_tick(m, now_ns);
+  first = sl_ft_set(hash, SL_FT_SET_MUL1, m->sets);
+  s1 = bpf_map_lookup_elem(table, &first);
+  if (!s1) return 0;
+  /* The first set holds nearly every flow: one tag line, then the bucket's line. */
+  way = sl_ft_way(s1, fp, tick, 1);
+  if (way >= 0) {
+    b = &s1->slot[way & (SL_FT_WAYS - 1)].b;
+  } else {
+    b = sl_flow_elsewhere(r, f, table, m, s1, &key, hash, fp, tick, first, now_ns);
+    if (!b) return 0;
   }
-  seq = *(volatile __u64 *)&b->seq;
-  seen = b->last_seen_ns;
-  /* The core frees a flow idle past its timeout; its next packet starts it again full (a
-   * flow with a writer inside is not idle). */
-  if (!(seq & 1) && (__s64)(now_ns - seen) > (__s64)r->idle_timeout_ns)
-    sl_restart(r, b, now_ns, seq);
-  else if (seen != now_ns)
-    b->last_seen_ns = now_ns;
+  if (b->last_seen_ns != now_ns) b->last_seen_ns = now_ns;
   b->packets += 1;
   b->bytes += f->len;
   return b;
+}
+
+/* The bucket of the frame's flow in the rule's table, without creating or touching it (the
+ * refund of a charge this packet made: FlowTable::find). */
+static __always_inline struct sl_bucket *sl_flow_find(const struct sl_xdp_rule *r,
+                                                      const struct sl_frame *f) {
+  struct sl_flow_meta *m = 0;
+  struct sl_flow_set *s;
+  struct sl_flow_key key;
+  __u32 first, second;
+  __u64 hash, fp;
+  void *table = sl_flow_table_of(r, &m);
+  int way;
+  if (!table || !m) return 0;
+  sl_flow_key_of(f, r, &key);
+  hash = sl_flow_hash(&key, m);
+  fp = sl_ft_fp(hash);
+  first = sl_ft_set(hash, SL_FT_SET_MUL1, m->sets);
+  s = bpf_map_lookup_elem(table, &first);
+  if (!s) return 0;
+  way = sl_ft_way(s, fp, 0, 0);
+  if (way >= 0) return &s->slot[way & (SL_FT_WAYS - 1)].b;
+  second = sl_ft_set(hash, SL_FT_SET_MUL2, m->sets);
+  if (second == first) return 0;
+  s = bpf_map_lookup_elem(table, &second);
+  if (!s) return 0;
+  way = sl_ft_way(s, fp, 0, 0);
+  return way >= 0 ? &s->slot[way & (SL_FT_WAYS - 1)].b : 0;
 }
 
 static __always_inline int sl_police_word(const struct sl_xdp_rule *r,

@@ -82,28 +82,4 @@ static __always_inline void sl_flow_key_of(const struct sl_frame *f, const struc
   }
 }
 
-/* The key of a rule keyed by one address (sl_addr_key_mode): the same words as
- * sl_flow_key_of's, the address moved to w[1..2]. */
-static __always_inline void sl_addr_flow_key_of(const struct sl_frame *f,
-                                                const struct sl_xdp_rule *r,
-                                                struct sl_addr_flow_key *k) {
-  const __u32 addr_bits = f->ip_version == 6 ? 128 : 32;
-  const int is_src = r->key_mode == SL_KEY_SRC_IP || r->key_mode == SL_KEY_SRC_PREFIX;
-  __u64 meta = (__u64)r->key_mode | (__u64)f->ip_version << 8;
-  struct sl_addr a = sl_load_addr(is_src ? f->src : f->dst, f->ip_version);
-  if (r->key_mode == SL_KEY_SRC_PREFIX || r->key_mode == SL_KEY_DST_PREFIX) {
-    __u32 bits = r->key_prefix_len > addr_bits ? addr_bits : r->key_prefix_len;
-    meta |= (__u64)bits << 16;
-    a = sl_keep_prefix(a, bits);
-  }
-  k->w[0] = meta;
-  k->w[1] = a.a;
-  k->w[2] = a.b;
-}
-
-union sl_any_flow_key {
-  struct sl_flow_key full;
-  struct sl_addr_flow_key addr;
-};
-
 #endif /* SLUICE_EBPF_SLUICE_FLOW_KEY_BPF_H */

@@ -66,23 +66,18 @@ struct {
   __type(value, __u32); /* ingress port id of the rules' `port` field */
 } sl_ifport SEC(".maps");
 
-/* One flow table per keyed rule, by state slot (sluice_abi.h "Flow tables"): the loader
- * creates each with the rule's max-flows entries, in sl_addr_flow_tables for a rule keyed by
- * one address, else in sl_flow_tables; an empty slot has none. The templates' size does not
- * bind the tables (the kernel checks type, key, value and flags only). Sizes, not types:
- * clang gives a struct met only through this pointer a forward BTF declaration, whose size
- * libbpf cannot know. */
+/* One flow table per keyed rule, by state slot (sluice_abi.h "Flow tables"): an array of
+ * sets the loader creates with the rule's max-flows (FlowTable::geometry's set count), and
+ * its numbers and counts in sl_flow_meta at the same slot; an empty slot has none. The
+ * template's max_entries does not bind the tables (BPF_F_INNER_MAP: inner arrays of any size).
+ * Sizes, not types: clang gives a struct met only through this pointer a forward BTF
+ * declaration, whose size libbpf cannot know. */
 struct sl_flow_table {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1);
-  __uint(key_size, sizeof(struct sl_flow_key));
-  __uint(value_size, sizeof(struct sl_bucket));
-};
-struct sl_addr_flow_table {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 1);
-  __uint(key_size, sizeof(struct sl_addr_flow_key));
-  __uint(value_size, sizeof(struct sl_bucket));
+  __uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, sizeof(struct sl_flow_set));
 };
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
@@ -90,12 +85,7 @@ struct {
   __type(key, __u32);
   __array(values, struct sl_flow_table);
 } sl_flow_tables SEC(".maps");
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-  __uint(max_entries, SL_XDP_STATE_SLOTS);
-  __type(key, __u32);
-  __array(values, struct sl_addr_flow_table);
-} sl_addr_flow_tables SEC(".maps");
+SL_ARRAY(sl_flow_meta, SL_XDP_STATE_SLOTS, struct sl_flow_meta);
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

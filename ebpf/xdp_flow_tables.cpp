@@ -1,17 +1,79 @@
 #include "xdp_flow_tables.hpp"
 
 #include <bpf/bpf.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
 
+#include "../dataplane/core/flow_key.hpp"
+#include "../dataplane/core/flow_table.hpp"
+
 namespace sluice::xdp {
 namespace {
 
 Error os_error(const std::string& what, int err) {
   return make_error(what + ": " + std::strerror(err < 0 ? -err : err));
+}
+
+uint64_t load(const uint64_t& w) { return __atomic_load_n(&w, __ATOMIC_ACQUIRE); }
+void store(uint64_t& w, uint64_t v) { __atomic_store_n(&w, v, __ATOMIC_RELEASE); }
+
+bool is_live(uint64_t tag) { return tag != 0 && !(tag & SL_FT_PENDING); }
+
+// A table's sets mapped into this process (the tables are BPF_F_MMAPABLE), unmapped when it goes.
+class MappedTable {
+ public:
+  static Result<MappedTable> map(int table_fd, bool writable) {
+    bpf_map_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(table_fd, &info, &len) != 0)
+      return os_error("reading an XDP flow table's size", errno);
+    if (info.value_size != sizeof(sl_flow_set))
+      return make_error("an XDP flow table of " + std::to_string(info.value_size) +
+                        "-byte sets, not " + std::to_string(sizeof(sl_flow_set)));
+    MappedTable t;
+    t.sets_ = info.max_entries;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    t.bytes_ = (size_t(t.sets_) * sizeof(sl_flow_set) + page - 1) / page * page;
+    void* m = mmap(nullptr, t.bytes_, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED,
+                   table_fd, 0);
+    if (m == MAP_FAILED) return os_error("mapping an XDP flow table", errno);
+    t.base_ = static_cast<sl_flow_set*>(m);
+    return t;
+  }
+  MappedTable(MappedTable&& o) noexcept : base_(o.base_), sets_(o.sets_), bytes_(o.bytes_) {
+    o.base_ = nullptr;
+  }
+  MappedTable(const MappedTable&) = delete;
+  MappedTable& operator=(const MappedTable&) = delete;
+  MappedTable& operator=(MappedTable&&) = delete;
+  ~MappedTable() {
+    if (base_) munmap(base_, bytes_);
+  }
+  sl_flow_set* begin() const { return base_; }
+  sl_flow_set* end() const { return base_ + sets_; }
+
+ private:
+  MappedTable() = default;
+  sl_flow_set* base_ = nullptr;
+  uint64_t sets_ = 0;
+  size_t bytes_ = 0;
+};
+
+// One bucket's words, each read whole (the program writes them as it runs).
+sl_bucket read_bucket(const sl_bucket& b) {
+  sl_bucket out;
+  out.seq = load(b.seq);
+  out.w0 = load(b.w0);
+  out.w1 = load(b.w1);
+  out.last_seen_ns = load(b.last_seen_ns);
+  out.gen = load(b.gen);
+  out.packets = load(b.packets);
+  out.bytes = load(b.bytes);
+  return out;
 }
 
 }  // namespace
@@ -29,17 +91,45 @@ Fd& Fd::operator=(Fd&& o) noexcept {
   return *this;
 }
 
-Status put_flow_table(int outer_fd, uint32_t slot, uint64_t max_flows, uint32_t key_size) {
-  if (max_flows == 0 || max_flows > kMaxFlowTableEntries)
+sl_flow_meta flow_meta_for(const FlowTableSpec& spec) {
+  const FlowTable::Geometry g =
+      FlowTable::geometry(spec.max_flows, spec.idle_timeout_ns, SL_FT_MIN_EVICT_IDLE_NS);
+  const FlowHashKeys k = flow_hash_keys(spec.hash_seed);
+  sl_flow_meta m{};
+  m.k0 = k.k0, m.k1 = k.k1, m.k2 = k.k2;
+  m.sets = g.sets;
+  m.capacity = spec.max_flows;
+  m.tick_shift = g.tick_shift;
+  m.expire_ticks = g.expire_ticks;
+  m.evict_ticks = g.evict_ticks;
+  m.protect_ticks = g.protect_ticks;
+  return m;
+}
+
+uint64_t flow_table_bytes(uint64_t max_flows) {
+  return FlowTable::geometry(max_flows, 0, 0).sets * sizeof(sl_flow_set);
+}
+
+Status put_flow_table(int outer_fd, int meta_fd, uint32_t slot, const FlowTableSpec& spec) {
+  if (spec.max_flows == 0 || spec.max_flows > kMaxFlowTableEntries)
     return make_error("an XDP flow table holds 1 to " + std::to_string(kMaxFlowTableEntries) +
-                      " flows, not " + std::to_string(max_flows));
-  // The sizes and flags of sl_flow_tables' template (sluice_maps.bpf.h): the kernel refuses
-  // an inner map that differs in any of them.
-  Fd table(bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "sl_flows", key_size, sizeof(sl_bucket),
-                          uint32_t(max_flows), nullptr));
+                      " flows (" + std::to_string(flow_table_bytes(kMaxFlowTableEntries) >> 20) +
+                      " MB), not " + std::to_string(spec.max_flows));
+  const sl_flow_meta meta = flow_meta_for(spec);
+  // The flags of sl_flow_tables' template (sluice_maps.bpf.h): the kernel refuses an inner
+  // map that differs in them, its size or its value size.
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+  Fd table(bpf_map_create(BPF_MAP_TYPE_ARRAY, "sl_flows", sizeof(uint32_t), sizeof(sl_flow_set),
+                          uint32_t(meta.sets), &opts));
   if (!table)
-    return os_error("creating an XDP flow table of " + std::to_string(max_flows) + " flows",
+    return os_error("creating an XDP flow table of " + std::to_string(spec.max_flows) +
+                        " flows (" + std::to_string(flow_table_bytes(spec.max_flows) >> 20) +
+                        " MB)",
                     errno);
+  // The numbers first: the slot's rule is not running yet (a fresh slot), and its first
+  // packet must find the table's own.
+  if (bpf_map_update_elem(meta_fd, &slot, &meta, BPF_ANY) != 0)
+    return os_error("writing an XDP flow table's numbers", errno);
   const uint32_t fd = uint32_t(table.get());
   if (bpf_map_update_elem(outer_fd, &slot, &fd, BPF_ANY) != 0)
     return os_error("installing an XDP flow table", errno);
@@ -64,52 +154,55 @@ Result<Fd> open_flow_table(int outer_fd, uint32_t slot) {
   return table;
 }
 
-sl_flow_key full_flow_key(const sl_addr_flow_key& k) {
-  sl_flow_key full{};
-  full.w[0] = k.w[0];
-  const unsigned mode = k.w[0] & 0xff, version = (k.w[0] >> 8) & 0xff;
-  const bool src = mode == SL_KEY_SRC_IP || mode == SL_KEY_SRC_PREFIX;
-  if (version == 6) {
-    full.w[src ? 1 : 3] = k.w[1];
-    full.w[src ? 2 : 4] = k.w[2];
-  } else {
-    full.w[1] = src ? k.w[1] : k.w[1] << 32;  // IPv4: src | dst << 32
-  }
-  return full;
+Result<sl_flow_meta> read_flow_meta(int meta_fd, uint32_t slot) {
+  sl_flow_meta m{};
+  if (bpf_map_lookup_elem(meta_fd, &slot, &m) != 0)
+    return os_error("reading sl_flow_meta", errno);
+  return m;
 }
 
-Result<TableFlows> read_flow_table(int table_fd, uint32_t key_size) {
-  constexpr uint32_t kBatch = 4096;  // entries per syscall; more than any hash bucket holds
-  if (key_size != sizeof(sl_flow_key) && key_size != sizeof(sl_addr_flow_key))
-    return make_error("no XDP flow table has keys of " + std::to_string(key_size) + " bytes");
+Result<TableFlows> read_flow_table(int table_fd) {
+  auto mapped = MappedTable::map(table_fd, false);
+  if (!mapped) return mapped.error();
   TableFlows out;
-  out.key_size = key_size;
-  std::vector<uint8_t> keys(size_t(kBatch) * key_size);
-  std::vector<sl_bucket> values(kBatch);
-  uint32_t token = 0;  // an LRU hash's batch position: a bucket index (4 bytes)
-  bool first = true;
-  for (;;) {
-    uint32_t count = kBatch;
-    const int err = bpf_map_lookup_batch(table_fd, first ? nullptr : &token, &token, keys.data(),
-                                         values.data(), &count, nullptr);
-    if (err && err != -ENOENT) return os_error("reading an XDP flow table", err);
-    out.raw_keys.insert(out.raw_keys.end(), keys.begin(), keys.begin() + size_t(count) * key_size);
-    out.buckets.insert(out.buckets.end(), values.begin(), values.begin() + count);
-    if (err == -ENOENT) break;  // the end of the table
-    first = false;
-  }
-  const size_t n = out.buckets.size();
-  out.keys.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (key_size == sizeof(sl_flow_key)) {
-      std::memcpy(&out.keys[i], out.raw_key(i), sizeof(sl_flow_key));
-    } else {
-      sl_addr_flow_key k;
-      std::memcpy(&k, out.raw_key(i), sizeof k);
-      out.keys[i] = full_flow_key(k);
+  for (const sl_flow_set* s = mapped->begin(); s != mapped->end(); ++s)
+    for (unsigned w = 0; w < SL_FT_WAYS; ++w) {
+      if (!is_live(load(s->tag[w]))) continue;
+      sl_flow_key k;
+      for (unsigned i = 0; i < SL_FLOW_KEY_WORDS; ++i) k.w[i] = load(s->key[w].w[i]);
+      out.keys.push_back(k);
+      out.buckets.push_back(read_bucket(s->slot[w].b));
     }
-  }
   return out;
+}
+
+Status convert_flow_table(int table_fd,
+                          const std::function<sl_bucket(const sl_bucket&)>& convert) {
+  auto mapped = MappedTable::map(table_fd, true);
+  if (!mapped) return mapped.error();
+  for (sl_flow_set* s = mapped->begin(); s != mapped->end(); ++s)
+    for (unsigned w = 0; w < SL_FT_WAYS; ++w) {
+      if (!is_live(load(s->tag[w]))) continue;
+      sl_bucket& b = s->slot[w].b;
+      // The bucket's sequence claim (sluice_abi.h "Buckets"), as a meter's writer takes it; a
+      // writer inside (odd) leaves within a few stores.
+      for (int tries = 0; tries < 1000; ++tries) {
+        uint64_t seq = load(b.seq);
+        if (seq & 1) continue;
+        const sl_bucket was = read_bucket(b);
+        const sl_bucket next = convert(was);
+        if (next.gen == was.gen && next.w0 == was.w0 && next.w1 == was.w1) break;
+        if (!__atomic_compare_exchange_n(&b.seq, &seq, seq + 1, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_RELAXED))
+          continue;
+        store(b.w0, next.w0);
+        store(b.w1, next.w1);
+        store(b.gen, next.gen);
+        store(b.seq, seq + 2);
+        break;
+      }
+    }
+  return Ok{};
 }
 
 }  // namespace sluice::xdp

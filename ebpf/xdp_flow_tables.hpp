@@ -1,10 +1,13 @@
 // The per-rule flow tables of the XDP program from user space (sluice_abi.h "Flow tables"):
-// one LRU hash per keyed rule, held by state slot in the array of maps sl_flow_tables. Created
-// here with the rule's max-flows, replaced when a slot starts over, removed with the rule;
-// read in batches for stats and `flows top`.
+// one array of sets per keyed rule (the core's FlowTable layout), held by state slot in the
+// array of maps sl_flow_tables, its numbers in sl_flow_meta. Created here with the rule's
+// max-flows, replaced when a slot starts over, removed with the rule; mapped into this process
+// to be read (stats, `flows top`) and converted (a rate change) in place.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "../dataplane/abi/sluice_abi.h"
@@ -28,30 +31,44 @@ class Fd {
   int fd_;
 };
 
-// Largest table a rule may ask for (an LRU hash preallocates every entry).
-constexpr uint64_t kMaxFlowTableEntries = uint64_t{1} << 26;
+// Largest table a rule may ask for: the kernel allocates an array's memory at creation, 256
+// bytes per flow of capacity (two 128-byte slots: sluice_abi.h struct sl_flow_set), so 2^24
+// flows take 4 GiB.
+constexpr uint64_t kMaxFlowTableEntries = uint64_t{1} << 24;
 
-// A new, empty table of max_flows entries at `slot` of the outer map, replacing the one it
-// held (whose flows are gone with it), with the outer map's key size (sl_flow_key, or
-// sl_addr_flow_key in sl_addr_flow_tables). Refuses 0 or more than kMaxFlowTableEntries flows.
-Status put_flow_table(int outer_fd, uint32_t slot, uint64_t max_flows, uint32_t key_size);
+// What a rule's table is made of.
+struct FlowTableSpec {
+  uint64_t max_flows = 0;
+  uint64_t idle_timeout_ns = 0;
+  uint64_t hash_seed = 0;  // the state's seed (sl_xdp_config.hash_base + its id)
+};
+
+// The table's numbers for a spec (FlowTable::geometry, flow_hash_keys), counts zero.
+sl_flow_meta flow_meta_for(const FlowTableSpec& spec);
+// The bytes a table of max_flows flows takes in the kernel.
+uint64_t flow_table_bytes(uint64_t max_flows);
+
+// A new, empty table for `slot` of the outer map, replacing the one it held (whose flows are
+// gone with it), and its numbers in sl_flow_meta (meta_fd). Refuses 0 or more than
+// kMaxFlowTableEntries flows.
+Status put_flow_table(int outer_fd, int meta_fd, uint32_t slot, const FlowTableSpec& spec);
 // The slot holds no table any more (its flows are gone); nothing to do if it held none.
 Status remove_flow_table(int outer_fd, uint32_t slot);
 // The table at `slot`, or an Fd of -1 if the slot holds none.
 Result<Fd> open_flow_table(int outer_fd, uint32_t slot);
+// The numbers and counts of slot's table.
+Result<sl_flow_meta> read_flow_meta(int meta_fd, uint32_t slot);
 
-// Every flow of a table, read in batches while the program runs on (a flow created or evicted
-// during the read may be missed or seen).
+// Every flow of a table (its published slots), read in place while the program runs on (a
+// flow created or evicted during the read may be missed or seen).
 struct TableFlows {
-  uint32_t key_size = 0;
-  std::vector<uint8_t> raw_keys;   // key i at i * key_size, as the table holds it
-  std::vector<sl_flow_key> keys;   // key i in the long layout (full_flow_key)
+  std::vector<sl_flow_key> keys;   // in the long layout (sl_flow_key_of)
   std::vector<sl_bucket> buckets;  // buckets[i] is key i's
-  const void* raw_key(size_t i) const { return raw_keys.data() + i * key_size; }
 };
-Result<TableFlows> read_flow_table(int table_fd, uint32_t key_size);
+Result<TableFlows> read_flow_table(int table_fd);
 
-// A one-address key (sluice_abi.h) in the long layout, as sl_flow_key_of lays it out.
-sl_flow_key full_flow_key(const sl_addr_flow_key& k);
+// Rewrites each flow's bucket to convert(bucket) in place, under the bucket's sequence claim
+// (a meter's writer on another CPU then decides again on the new words).
+Status convert_flow_table(int table_fd, const std::function<sl_bucket(const sl_bucket&)>& convert);
 
 }  // namespace sluice::xdp

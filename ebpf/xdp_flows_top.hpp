@@ -38,8 +38,8 @@ std::string format_flow_key(const sl_flow_key& key);
 // from zero; one idle over the interval is not listed. Refused: an unknown rule name, or no
 // time between the samples.
 // Per rule (`entries[i]`), its flows in `sample` not idle past the rule's idle timeout: the
-// flows the core would still hold (it frees idle ones in a sweep; here they linger in the LRU
-// table until evicted, and restart full at their next packet).
+// flows the core would still hold once its sweep has freed the idle ones (the program's sweep
+// runs as new flows arrive, so an expired flow may stay in its table a while).
 std::vector<uint64_t> active_flows(const std::vector<sl_xdp_rule>& entries,
                                    const FlowSample& sample);
 

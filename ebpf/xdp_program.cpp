@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "../dataplane/core/flow_key.hpp"
 #include "../dataplane/core/rules_loader.hpp"
 #include "sluice.skel.h"
 #include "xdp_flow_tables.hpp"
@@ -48,7 +49,12 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::load(const LoadOptions& opts) {
     sluice_bpf__destroy(skel);
     return os_error("loading the XDP program (the kernel verifier's log is on stderr)", err);
   }
-  return std::unique_ptr<XdpProgram>(new XdpProgram(skel, opts));
+  std::unique_ptr<XdpProgram> prog(new XdpProgram(skel, opts));
+  // The flow hash seeds of the states to come (sluice_abi.h sl_xdp_config).
+  sl_xdp_config cfg{};
+  cfg.hash_base = opts.hash_seed ? opts.hash_seed : random_hash_seed();
+  if (Status s = put(skel->maps.sl_config, uint32_t{0}, cfg, "sl_config"); !s) return s.error();
+  return prog;
 }
 
 Result<std::unique_ptr<XdpProgram>> XdpProgram::open_pinned(const std::string& dir) {
@@ -135,15 +141,17 @@ uint64_t XdpProgram::now_ns() const {
 
 Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots,
                                     const std::vector<Rule>& rules,
-                                    const std::vector<sl_xdp_rule>& entries) {
+                                    const std::vector<sl_xdp_rule>& entries,
+                                    sl_xdp_config& cfg) {
   const int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return os_error("counting CPUs", cpus);
   const std::vector<sl_slot_counters> zeros(size_t(cpus), sl_slot_counters{});
   const sl_bucket empty{};
-  const int tables[] = {bpf_map__fd(skel_->maps.sl_flow_tables),
-                        bpf_map__fd(skel_->maps.sl_addr_flow_tables)};
+  const int tables = bpf_map__fd(skel_->maps.sl_flow_tables);
   for (uint16_t slot : slots) {
     const uint32_t key = slot;
+    // A new state: the next id, as the core numbers its states (its seed follows from it).
+    const uint64_t seed = cfg.hash_base + cfg.next_state_id++;
     if (Status s = put(skel_->maps.sl_aggregates, key, empty, "sl_aggregates"); !s) return s;
     if (int err = bpf_map__update_elem(skel_->maps.sl_counters, &key, sizeof(key), zeros.data(),
                                        zeros.size() * sizeof(sl_slot_counters), BPF_ANY))
@@ -154,44 +162,29 @@ Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots,
     while (i < entries.size() && entries[i].state != slot) ++i;
     if (i == entries.size() || i >= rules.size()) return make_error("no rule for a fresh XDP slot");
     const Rule& r = rules[i];
-    for (int fd : tables)
-      if (Status s = remove_flow_table(fd, key); !s) return s;
+    if (Status s = remove_flow_table(tables, key); !s) return s;
     if (r.key == KeyMode::none) continue;
-    const uint8_t mode = entries[i].key_mode;
-    if (Status s = put_flow_table(tables_fd(mode), key,
-                                  r.max_flows ? r.max_flows : opts_.default_max_flows,
-                                  key_size(mode));
-        !s)
+    FlowTableSpec spec;
+    spec.max_flows = r.max_flows ? r.max_flows : opts_.default_max_flows;
+    spec.idle_timeout_ns = r.idle_timeout_ns;
+    spec.hash_seed = seed;
+    if (Status s = put_flow_table(tables, bpf_map__fd(skel_->maps.sl_flow_meta), key, spec); !s)
       return make_error("rule \"" + r.name + "\": " + s.error().message);
   }
   return Ok{};
 }
 
-int XdpProgram::tables_fd(uint8_t key_mode) const {
-  return bpf_map__fd(sl_addr_key_mode(key_mode) ? skel_->maps.sl_addr_flow_tables
-                                                : skel_->maps.sl_flow_tables);
-}
-
-uint32_t XdpProgram::key_size(uint8_t key_mode) {
-  return sl_addr_key_mode(key_mode) ? sizeof(sl_addr_flow_key) : sizeof(sl_flow_key);
-}
-
 Status XdpProgram::convert_flows(const std::vector<const sl_xdp_rule*>& convert_rules) {
   for (const sl_xdp_rule* r : convert_rules) {
     if (r->key_mode == SL_KEY_NONE) continue;
-    auto table = open_flow_table(tables_fd(r->key_mode), r->state);
+    auto table = open_flow_table(bpf_map__fd(skel_->maps.sl_flow_tables), r->state);
     if (!table) return table.error();
     if (!*table) continue;
-    auto flows = read_flow_table(table->get(), key_size(r->key_mode));
-    if (!flows) return flows.error();
-    for (size_t i = 0; i < flows->buckets.size(); ++i) {
-      sl_bucket b{};
-      const void* k = flows->raw_key(i);
-      if (bpf_map_lookup_elem(table->get(), k, &b) != 0) continue;  // evicted meanwhile
-      b = convert_bucket(*r, b, now_ns());
-      // BPF_EXIST: a flow evicted meanwhile stays evicted (its next packet starts it full).
-      (void)bpf_map_update_elem(table->get(), k, &b, BPF_EXIST);
-    }
+    const uint64_t now = now_ns();
+    if (Status s = convert_flow_table(table->get(),
+                                      [&](const sl_bucket& b) { return convert_bucket(*r, b, now); });
+        !s)
+      return s;
   }
   return Ok{};
 }
@@ -218,7 +211,8 @@ Status XdpProgram::set_rules(const RuleSet& rules) {
                                      std::move(compiled->rules));
 
   // 1. The new rules' slots start over (nothing running uses them), the new bank is written.
-  if (Status s = start_slots_over(plan.fresh_slots, rules.rules, plan.rules); !s) return s;
+  sl_xdp_config ids = *cfg;
+  if (Status s = start_slots_over(plan.fresh_slots, rules.rules, plan.rules, ids); !s) return s;
   const uint32_t base = bank * SL_XDP_MAX_RULES;
   for (uint32_t i = 0; i < plan.rules.size(); ++i)
     if (Status s = put(skel_->maps.sl_rules, base + i, plan.rules[i], "sl_rules"); !s) return s;
@@ -234,6 +228,7 @@ Status XdpProgram::set_rules(const RuleSet& rules) {
   sl_xdp_config next_cfg = *now_cfg;
   next_cfg.active_bank = bank;
   next_cfg.generation += 1;
+  next_cfg.next_state_id = ids.next_state_id;
   const uint32_t zero = 0;
   if (Status s = put(skel_->maps.sl_config, zero, next_cfg, "sl_config"); !s) return s;
   rules_ = rules;
@@ -262,8 +257,8 @@ Status XdpProgram::set_rules(const RuleSet& rules) {
     if (Status s = put(skel_->maps.sl_aggregates, key, b, "sl_aggregates"); !s) return s;
   }
   for (uint16_t slot : plan.freed_slots)
-    for (auto* tables : {skel_->maps.sl_flow_tables, skel_->maps.sl_addr_flow_tables})
-      if (Status s = remove_flow_table(bpf_map__fd(tables), slot); !s) return s;
+    if (Status s = remove_flow_table(bpf_map__fd(skel_->maps.sl_flow_tables), slot); !s)
+      return s;
   return convert_flows(convert);
 }
 
@@ -320,10 +315,10 @@ Result<FlowSample> XdpProgram::sample_flows() const {
   FlowSample sample;
   for (const sl_xdp_rule& r : entries_) {
     if (r.key_mode == SL_KEY_NONE) continue;
-    auto table = open_flow_table(tables_fd(r.key_mode), r.state);
+    auto table = open_flow_table(bpf_map__fd(skel_->maps.sl_flow_tables), r.state);
     if (!table) return table.error();
     if (!*table) continue;
-    auto flows = read_flow_table(table->get(), key_size(r.key_mode));
+    auto flows = read_flow_table(table->get());
     if (!flows) return flows.error();
     for (size_t i = 0; i < flows->keys.size(); ++i) {
       const sl_bucket& b = flows->buckets[i];
@@ -334,36 +329,18 @@ Result<FlowSample> XdpProgram::sample_flows() const {
   return sample;
 }
 
-Result<std::vector<uint64_t>> XdpProgram::flows_created() const {
-  const int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) return os_error("counting CPUs", cpus);
-  std::vector<sl_slot_counters> per_cpu(static_cast<size_t>(cpus));
-  std::vector<uint64_t> created(entries_.size(), 0);
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    const uint32_t slot = entries_[i].state;
-    if (int err = bpf_map__lookup_elem(skel_->maps.sl_counters, &slot, sizeof(slot),
-                                       per_cpu.data(), per_cpu.size() * sizeof(sl_slot_counters), 0))
-      return os_error("reading the XDP counters", err);
-    for (const sl_slot_counters& c : per_cpu) created[i] += c.flows_created;
-  }
-  return created;
-}
-
 Result<std::vector<XdpProgram::RuleFlows>> XdpProgram::flow_counts() const {
-  // The counts first, then the tables: a flow created between the two reads is in the table
-  // but not counted, so the difference never exceeds the evictions so far.
-  auto created = flows_created();
-  if (!created) return created.error();
   auto sample = sample_flows();
   if (!sample) return sample.error();
   const std::vector<uint64_t> active = active_flows(entries_, *sample);
-  std::unordered_map<uint32_t, uint64_t> in_table;
-  for (const FlowCount& f : sample->flows) ++in_table[f.state];
   std::vector<RuleFlows> out(entries_.size());
   for (size_t i = 0; i < entries_.size(); ++i) {
-    const uint64_t held = in_table[entries_[i].state];
     out[i].active = active[i];
-    out[i].evicted = (*created)[i] > held ? (*created)[i] - held : 0;
+    if (entries_[i].key_mode == SL_KEY_NONE) continue;
+    // The table's own count of what it evicted, as the core's FlowTable::evicted().
+    auto meta = read_flow_meta(bpf_map__fd(skel_->maps.sl_flow_meta), entries_[i].state);
+    if (!meta) return meta.error();
+    out[i].evicted = __atomic_load_n(&meta->evicted, __ATOMIC_RELAXED);
   }
   return out;
 }

@@ -25,6 +25,10 @@ struct LoadOptions {
   // Flows a keyed rule without max-flows may hold (its table's size; sluice_abi.h "Flow tables").
   uint64_t default_max_flows = SL_XDP_DEFAULT_FLOWS;
   uint64_t stale_read_tolerance_ns = SL_STEP_TOLERANCE_NS;
+  // The flow hash seed base (0: random per load): a state's seed is this plus its id, as in
+  // the core (PipelineOptions::hash_seed), so a test replaying a trace through both with the
+  // same seed gets the same flow placement, evictions and refusals.
+  uint64_t hash_seed = 0;
 };
 
 enum class AttachMode { native, skb };
@@ -82,9 +86,7 @@ class XdpProgram {
   Result<FlowSample> sample_flows() const;
 
   // Per running rule: its active flows (in its table, not idle past its idle timeout) and the
-  // flows its table evicted so far (SPEC §5; flows created - flows in the table: sluice_abi.h
-  // "Flow tables"). Exact while no packet runs; under traffic a read may lag by the flows
-  // created while it reads.
+  // flows its table evicted so far (SPEC §5; the table's count, sl_flow_meta.evicted).
   struct RuleFlows {
     uint64_t active = 0;
     uint64_t evicted = 0;
@@ -115,16 +117,11 @@ class XdpProgram {
   Result<sl_xdp_config> read_config() const;
   uint64_t now_ns() const;  // the program's clock: the test clock, or CLOCK_MONOTONIC
   // The slots' aggregates and counters zeroed, and each keyed rule given a new empty table
-  // (rules[i] is entries[i]'s rule).
+  // (rules[i] is entries[i]'s rule), seeded with the next state ids of cfg (advanced).
   Status start_slots_over(const std::vector<uint16_t>& slots, const std::vector<Rule>& rules,
-                          const std::vector<sl_xdp_rule>& entries);
+                          const std::vector<sl_xdp_rule>& entries, sl_xdp_config& cfg);
   // Converts the flows of the rules' tables to their new profiles (convert_bucket).
   Status convert_flows(const std::vector<const sl_xdp_rule*>& convert_rules);
-  // The array of maps that holds the table of a rule of this key mode, and its key size.
-  int tables_fd(uint8_t key_mode) const;
-  static uint32_t key_size(uint8_t key_mode);
-  // Per running rule, the flows its program has created (summed over CPUs).
-  Result<std::vector<uint64_t>> flows_created() const;
 
   RuleSet rules_;                    // running now
   std::vector<sl_xdp_rule> entries_;  // its entries, as in the active bank

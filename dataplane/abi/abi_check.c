@@ -11,8 +11,12 @@ _Static_assert(sizeof(struct sl_xdp_rule) == 384, "compiled rule entry");
 _Static_assert(__builtin_offsetof(struct sl_xdp_rule, cur) == 24, "hot fields, then cur.rate, in line 0");
 _Static_assert(sizeof(struct sl_bucket) == 56, "bucket value");
 _Static_assert(sizeof(struct sl_flow_key) == 40, "flow key");
-_Static_assert(sizeof(struct sl_addr_flow_key) == 24, "one-address flow key");
-_Static_assert(sizeof(struct sl_slot_counters) == 16 * SL_OUTCOME_COUNT + 16, "slot counters");
+_Static_assert(sizeof(struct sl_flow_slot) == 64, "a way's bucket: one cache line");
+_Static_assert(sizeof(struct sl_flow_set) == SL_FT_SET_BYTES, "a flow table set: 1 KB");
+_Static_assert(__builtin_offsetof(struct sl_flow_set, slot) == 64, "the tag line, then the buckets");
+_Static_assert(sizeof(struct sl_flow_meta) == 128 && __builtin_offsetof(struct sl_flow_meta, active) == 64,
+               "a table's numbers in line 0, its counts in line 1");
+_Static_assert(sizeof(struct sl_slot_counters) == 16 * SL_OUTCOME_COUNT, "slot counters");
 _Static_assert(SL_OUTCOME_COUNT == 11 && SL_OUTCOME_RED == 10, "outcome order");
 _Static_assert(SL_XDP_DEFAULT_SLOT == SL_XDP_STATE_SLOTS, "default counters after the state slots");
 

@@ -15,15 +15,16 @@
  * committed empty time and the excess credit or peak empty time, each a time in 2^-k ns),
  * which cannot be packed into one 64-bit word without changing the arithmetic both backends
  * must share, and BPF has no 16-byte CAS. bpf_spin_lock was the other candidate, but this
- * kernel refuses a spin lock in an LRU hash value (map creation fails; only hash, array and
- * local-storage maps may hold one), and per-flow meters need the LRU table. So a bucket has a
- * sequence word instead: a writer decides on (w0, w1) read under an even sequence s, claims
+ * kernel refused a spin lock in an LRU hash value, where flows were first kept (only hash,
+ * array and local-storage maps may hold one; flows are in arrays now, a lock was not tried
+ * since). So a bucket has a sequence word instead: a writer decides on (w0, w1) read under an even sequence s, claims
  * the bucket with one CAS s -> s+1 (which fails if anyone published since), stores both words
  * and releases with s+2; a decision that changes nothing just re-checks s. That is a 16-byte
  * compare-and-swap made of a 64-bit one, lock-free for readers; it relies on loads not being
  * reordered with loads (x86-64, the only JIT this project targets). The same claim guards a
  * bucket's first initialisation (sequence 0: an aggregate starts full at its first packet's
- * time, which only that packet knows) and an idle flow's restart.
+ * time, which only that packet knows). A flow's bucket is initialised while its tag word holds
+ * the claim (pending), which no other packet matches.
  *
  * Rule changes. Every rules-file-derived map holds two banks (SL_XDP_BANKS): arrays are indexed
  * bank * size + i, LPM keys start with the bank byte, hash keys carry it. The loader fills the
@@ -176,6 +177,11 @@ struct sl_xdp_config {
   sl_u32 active_bank; /* the rule set packets see; one write switches it */
   sl_u32 generation;  /* rule sets applied so far (sluicectl's "only if still at G") */
   sl_u64 test_now_ns; /* now_ns when the program was loaded with sl_test_clock on */
+  /* User space only: a state's flow hash seed is hash_base + its id, ids numbered from 0 in
+   * the order states are made (the core's RuleState::hash_seed), so a table holds its flows
+   * where the core's would. */
+  sl_u64 hash_base;
+  sl_u64 next_state_id;
 };
 
 /* Map sl_banks, key = bank: what belongs to a rule set besides its rules and tables. */
@@ -186,55 +192,120 @@ struct sl_xdp_bank {
 };
 
 /*
- * Flow tables. Every keyed rule has a table of its own (as on the DPDK backend): an LRU hash
- * of at most the rule's max-flows entries, created by the loader when the rule gets its state
- * slot and held in sl_flow_tables (an array of maps) at that slot, so one rule's flood evicts
- * only its own flows and a rule set switch keeps the table of every kept rule. A new flow in a
- * full table takes the least recently used entry (the kernel's LRU choice); if the table
- * refuses the insert, the packet gets the rule's overflow action. The LRU evicts silently, so
- * the program counts the flows it creates (sl_slot_counters.flows_created) and user space
- * derives flows_evicted = flows created - flows in the table (the loader itself never deletes
- * a flow from a kept rule's table).
+ * Flow tables. Every keyed rule has a table of its own (as on the DPDK backend), created by
+ * the loader when the rule gets its state slot and held in sl_flow_tables (an array of maps)
+ * at that slot, so one rule's flood evicts only its own flows and a rule set switch keeps the
+ * table of every kept rule.
  *
- * A rule keyed by one address has its table in sl_addr_flow_tables (a shorter key: struct
- * sl_addr_flow_key), any other keyed rule in sl_flow_tables; the slot of the other is empty.
+ * A table is the core's lock-free set-associative FlowTable (dataplane/core/flow_table.hpp,
+ * flow_eviction.hpp) in a BPF_MAP_TYPE_ARRAY: element i is set i (struct sl_flow_set), 8 ways
+ * of a tag word each, then the 8 ways' buckets and keys. The same geometry (sets from
+ * FlowTable::geometry: SL_FT_SLACK slots per flow of capacity), the same seeded hash of the
+ * same key words (hash_flow_key, with the rule's seed: sl_xdp_config "hash_base" + the state's
+ * id, as the core numbers its states), the same two candidate sets, tag words, ticks, claim by
+ * compare-and-swap, capacity count and seen-once eviction preference: a trace replayed on one
+ * CPU leaves both tables with the same flows in the same slots, the same evictions and the
+ * same refusals (the rule's overflow action). Array-map lookups need no hashing by the kernel,
+ * and a flow's lookup reads one tag line and its bucket's line.
+ *
+ * Why an array of per-rule arrays, not one big array with per-rule offsets: each rule's table
+ * is made, kept and freed with the rule (a rule set switch keeps a kept rule's table as it is,
+ * a removed rule's memory goes back), and nothing has to be sized for every future rule set at
+ * load. The cost is that the kernel does not inline lookups in an inner array of its own size
+ * (BPF_F_INNER_MAP: one direct call per set looked up instead of a few instructions). The
+ * tables are BPF_F_MMAPABLE, so user space reads them (flows top, stats) and converts their
+ * buckets (a rate change) in place, word by word, without copying a 1 KB set over the program's
+ * concurrent updates of the set's other ways.
+ *
+ * The program sweeps as the core's expiry does, but driven by new flows instead of a timer:
+ * every flow claim first frees the idle-expired flows of one set (sl_flow_meta.cursor, moving
+ * round the table), so capacity held by expired flows comes back as new flows need it.
  *
  * Key: the flow key words of the rule's key mode, laid out as the core's FlowKey
  * (flow_key.hpp): w[0] = mode | IP version << 8 | prefix bits << 16 | proto << 24 | src port
  * << 32 | dst port << 48; IPv4 w[1] = src | dst << 32; IPv6 w[1..2] src, w[3..4] dst
- * (addresses as loaded little-endian from the wire); unused words zero.
+ * (addresses as loaded little-endian from the wire); unused words zero. As in the core, a flow
+ * is found by its 38-bit fingerprint in its two candidate sets; the key is stored beside it for
+ * user space only.
  */
 #define SL_FLOW_KEY_WORDS 5
 struct sl_flow_key {
   sl_u64 w[SL_FLOW_KEY_WORDS];
 };
 
-/* The key of a rule keyed by one address (src-ip, dst-ip, src-prefix/N, dst-prefix/N), in a
- * table of sl_addr_flow_tables: w[0] as above, w[1..2] the address (IPv4: w[1]'s low 32 bits,
- * w[2] zero). 24 bytes instead of 40 for the kernel to hash and compare per packet. */
-#define SL_ADDR_FLOW_KEY_WORDS 3
-struct sl_addr_flow_key {
-  sl_u64 w[SL_ADDR_FLOW_KEY_WORDS];
-};
+/* The core's hash constants (flow_key.hpp kHashS0..2; sluice_abi.hpp checks them) and set
+ * multipliers (FlowTable::set_of, second_set_of). */
+#define SL_HASH_S0 0xa0761d6478bd642full
+#define SL_HASH_S1 0xe7037ed1a0b428dbull
+#define SL_HASH_S2 0x8ebc6af09c88c6e3ull
+#define SL_FT_SET_MUL1 0x9e3779b97f4a7c15ull
+#define SL_FT_SET_MUL2 0xd6e8feb86659fd93ull
 
-/* 1 if a rule of key mode `mode` keys its flows by one address (struct sl_addr_flow_key). */
-static inline int sl_addr_key_mode(unsigned mode) {
-  return mode == SL_KEY_SRC_IP || mode == SL_KEY_DST_IP || mode == SL_KEY_SRC_PREFIX ||
-         mode == SL_KEY_DST_PREFIX;
-}
+/* The core's tag word (flow_table.hpp): bit 63 pending | 38-bit fingerprint (62..25) | bit 24
+ * seen once | 24-bit last-seen tick (23..0); 0 is an empty slot. */
+#define SL_FT_WAYS 8
+#define SL_FT_SLACK 2
+#define SL_FT_TICK_BITS 24
+#define SL_FT_TICK_MASK ((1ull << SL_FT_TICK_BITS) - 1)
+#define SL_FT_SEEN_ONCE (1ull << SL_FT_TICK_BITS)
+#define SL_FT_LIFE_MASK (SL_FT_TICK_MASK | SL_FT_SEEN_ONCE)
+#define SL_FT_FP_BITS 38
+#define SL_FT_FP_SHIFT (SL_FT_TICK_BITS + 1)
+#define SL_FT_PENDING (1ull << 63)
+#define SL_FT_MAX_IDLE_TICKS ((1u << (SL_FT_TICK_BITS - 1)) - 1)
+#define SL_FT_MAX_TIMEOUT_TICKS (1u << 22)
+/* A new flow goes to its first set while that has this many empty ways (FlowTable::claim). */
+#define SL_FT_KEEP_FIRST_EMPTIES 2
+/* The core's min-evict-idle for rule tables (rules_snapshot.cpp): 1 ms. */
+#define SL_FT_MIN_EVICT_IDLE_NS 1000000ull
+
+/* Bytes of a set (struct sl_flow_set): 4 sets a page. */
+#define SL_FT_SET_BYTES 1024
 
 /* A bucket (value of a flow table, and of sl_aggregates by state slot). */
 struct sl_bucket {
   sl_u64 seq;                /* 0: never initialised; odd: a writer is inside (see above) */
   sl_u64 w0;                 /* the bucket word; meters: sl_meter_state.e0 */
   sl_u64 w1;                 /* meters: sl_meter_state.e1 */
-  sl_u64 last_seen_ns;       /* flows: the last packet's now_ns, for the idle timeout */
+  sl_u64 last_seen_ns;       /* flows: the last packet's now_ns (stats' active flows) */
   sl_u64 gen;                /* the rule generation whose profiles wrote w0, w1 */
-  /* Flows: the packets and frame bytes charged to it since it was created (its restarts after
-   * an idle time keep them), read twice by `sluicectl flows top` for rates. Plain adds, not
-   * atomic: a ranking tolerates the rare update another CPU's add overwrites. */
+  /* Flows: the packets and frame bytes charged to it since it was created, read twice by
+   * `sluicectl flows top` for rates. Plain adds, not atomic: a ranking tolerates the rare
+   * update another CPU's add overwrites. */
   sl_u64 packets;
   sl_u64 bytes;
+};
+
+/* One set of a flow table (an element of its array; 1 KB, so a set never straddles a page):
+ * the tag line, then each way's bucket line, then the keys, which only user space reads. */
+struct sl_flow_slot {
+  struct sl_bucket b;
+  sl_u64 reserved; /* to a cache line */
+};
+struct sl_flow_set {
+  sl_u64 tag[SL_FT_WAYS];
+  struct sl_flow_slot slot[SL_FT_WAYS];
+  struct sl_flow_key key[SL_FT_WAYS];
+  sl_u8 reserved[SL_FT_SET_BYTES - 8 * SL_FT_WAYS - 64 * SL_FT_WAYS - 40 * SL_FT_WAYS];
+};
+
+/* Map sl_flow_meta, key = state slot: a flow table's numbers (written by the loader with the
+ * table; FlowTable::geometry) and its counts (written by the program). */
+struct sl_flow_meta {
+  /* line 0, read by every packet of the rule */
+  sl_u64 k0, k1, k2;       /* flow_hash_keys(the state's seed) */
+  sl_u64 sets;             /* elements of the table */
+  sl_u64 capacity;         /* max-flows */
+  sl_u32 tick_shift;       /* tick = now_ns >> tick_shift (mod 2^24) */
+  sl_u32 expire_ticks;     /* idle ticks at which a flow has certainly expired */
+  sl_u32 evict_ticks;      /* idle ticks at which a flow may be evicted */
+  sl_u32 protect_ticks;    /* idle ticks at which a flow seen twice is on probation again */
+  sl_u64 reserved0;
+  /* line 1, written as flows come and go */
+  sl_u64 active;           /* slots held: live, expired not yet swept, being claimed */
+  sl_u64 evicted;          /* live flows pushed out by a new flow (SPEC §5 flows_evicted) */
+  sl_u64 cursor;           /* the next set the claim-driven sweep visits */
+  sl_u64 reserved[5];
 };
 
 /* Map sl_rules_text, key 0: the running rule set as a rules file (dump_rules_yaml), written
@@ -257,8 +328,6 @@ struct sl_counter {
 };
 struct sl_slot_counters {
   struct sl_counter outcome[SL_OUTCOME_COUNT];
-  sl_u64 flows_created; /* flows inserted into the slot's flow table ("Flow tables") */
-  sl_u64 reserved;
 };
 
 #endif /* SLUICE_ABI_SLUICE_ABI_H */

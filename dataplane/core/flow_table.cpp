@@ -74,6 +74,19 @@ bool relax(unsigned& spins) {
 
 }  // namespace
 
+FlowTable::Geometry FlowTable::geometry(uint64_t capacity, uint64_t idle_timeout_ns,
+                                        uint64_t min_evict_idle_ns, unsigned slots_per_flow) {
+  Geometry g;
+  g.sets = std::max<uint64_t>(1, (capacity * slots_per_flow + kWays - 1) / kWays);
+  // Tick: the finest one whose timeout fits kMaxTimeoutTicks.
+  while (g.tick_shift < 63 && (idle_timeout_ns >> g.tick_shift) >= kMaxTimeoutTicks) ++g.tick_shift;
+  g.expire_ticks = idle_timeout_ns == 0 ? kMaxIdleTicks + 1u
+                                        : certain_idle_ticks(idle_timeout_ns, g.tick_shift);
+  g.evict_ticks = certain_idle_ticks(min_evict_idle_ns, g.tick_shift);
+  g.protect_ticks = certain_idle_ticks(kProtectIdleNs, g.tick_shift);
+  return g;
+}
+
 Result<FlowTable> FlowTable::create(uint64_t capacity, uint64_t idle_timeout_ns,
                                     uint64_t min_evict_idle_ns, unsigned state_words,
                                     unsigned slots_per_flow) {
@@ -115,14 +128,12 @@ Status FlowTable::map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns,
                       unsigned slots_per_flow) {
   stride_words_ = kWays * (1 + state_words_);
   const uint64_t set_bytes = stride_words_ * sizeof(uint64_t);
-  nsets_ = std::max<uint64_t>(1, (capacity_ * slots_per_flow + kWays - 1) / kWays);
-
-  // Tick: the finest one whose timeout fits kMaxTimeoutTicks.
-  while (tick_shift_ < 63 && (idle_timeout_ns >> tick_shift_) >= kMaxTimeoutTicks) ++tick_shift_;
-  expire_ticks_ = idle_timeout_ns == 0 ? kMaxIdleTicks + 1u
-                                       : certain_idle_ticks(idle_timeout_ns, tick_shift_);
-  evict_ticks_ = certain_idle_ticks(min_evict_idle_ns, tick_shift_);
-  protect_ticks_ = certain_idle_ticks(kProtectIdleNs, tick_shift_);
+  const Geometry g = geometry(capacity_, idle_timeout_ns, min_evict_idle_ns, slots_per_flow);
+  nsets_ = g.sets;
+  tick_shift_ = g.tick_shift;
+  expire_ticks_ = g.expire_ticks;
+  evict_ticks_ = g.evict_ticks;
+  protect_ticks_ = g.protect_ticks;
 
   // Anonymous memory, reserved but not written (see the header: pages are backed on first
   // use), 2 MB aligned when it is to be on huge pages.

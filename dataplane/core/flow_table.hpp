@@ -107,6 +107,16 @@ class FlowTable {
                                   uint64_t min_evict_idle_ns = 1'000'000,
                                   unsigned state_words = 2, unsigned slots_per_flow = kSlack);
   static constexpr uint64_t kMaxCapacity = uint64_t{1} << 40;
+  // The shape create() gives a table: its set count and its tick numbers (idle ticks at which a
+  // flow has certainly expired, may be evicted, is on probation again). The XDP backend lays
+  // its tables out with the same numbers (dataplane/abi/sluice_abi.h "Flow tables").
+  struct Geometry {
+    uint64_t sets = 0;
+    unsigned tick_shift = kTickShift;
+    uint32_t expire_ticks = 0, evict_ticks = 0, protect_ticks = 0;
+  };
+  static Geometry geometry(uint64_t capacity, uint64_t idle_timeout_ns,
+                           uint64_t min_evict_idle_ns, unsigned slots_per_flow = kSlack);
   ~FlowTable();
   FlowTable(FlowTable&& other) noexcept;  // `other` is left empty (only destructible)
   FlowTable(const FlowTable&) = delete;

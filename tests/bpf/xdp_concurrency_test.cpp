@@ -63,5 +63,41 @@ TEST(XdpConcurrency, MeterColoursExactlyItsBuckets) {
   EXPECT_EQ(t.pkts(Outcome::red), kTotal - 450000);
 }
 
+// New flows claimed by several CPUs at once (sluice_flow_table.bpf.h: the claim's CAS and the
+// re-read of the other candidates): threads send the same new sources in the same order at one
+// instant, so most flows are first seen by two or more CPUs together. A flow created twice would
+// have a second full bucket: exactly one packet per source conforms only if each flow has one
+// slot, and the table then holds each source once.
+TEST(XdpConcurrency, FlowsCreatedOnSeveralCpusAtOnceAreCreatedOnce) {
+  constexpr int kSources = 3000;
+  auto prog = load_test_program();
+  ASSERT_NE(prog, nullptr);
+  ASSERT_TRUE(prog->set_rules(rules_from("rules:\n  - {name: r, match: {}, key: src-ip, "
+                                         "rate: 1pps, burst: 1, algorithm: token-bucket, "
+                                         "action: drop, max-flows: 8192}\n"))
+                  .ok());
+  ASSERT_TRUE(prog->set_test_now(7'000'000'000).ok());
+  std::vector<Bytes> frames;
+  for (int i = 0; i < kSources; ++i)
+    frames.push_back(PacketBuilder()
+                         .ipv4("10." + std::to_string(i / 250) + "." + std::to_string(i % 250) + ".1",
+                               "10.255.0.2")
+                         .udp(1, 2)
+                         .build());
+  auto drive = [&] {
+    for (const Bytes& f : frames) EXPECT_TRUE(prog->test_run(f.data(), uint32_t(f.size()), 2).ok());
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) threads.emplace_back(drive);
+  for (std::thread& t : threads) t.join();
+  const TrafficCounters t = counters_of(*prog, 0);
+  EXPECT_EQ(t.pkts(Outcome::matched), uint64_t(kThreads) * kSources * 2);
+  EXPECT_EQ(t.pkts(Outcome::conformed), uint64_t(kSources));
+  auto flows = prog->flow_counts();
+  ASSERT_TRUE(flows.ok()) << flows.error().message;
+  EXPECT_EQ((*flows)[0].active, uint64_t(kSources));
+  EXPECT_EQ((*flows)[0].evicted, 0u);
+}
+
 }  // namespace
 }  // namespace sluice

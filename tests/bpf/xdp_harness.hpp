@@ -17,9 +17,14 @@ namespace sluice::xdp_test {
 
 using Bytes = std::vector<uint8_t>;
 
+// The flow hash seed of the tests' core pipelines (PipelineOptions::single_threaded(kHashSeed)):
+// the program's tables then place, evict and refuse flows as the core's do.
+constexpr uint64_t kHashSeed = 0x5eed;
+
 inline std::unique_ptr<xdp::XdpProgram> load_test_program(uint64_t stale_read_tolerance_ns = 0) {
   xdp::LoadOptions opts;
   opts.test_clock = true;
+  opts.hash_seed = kHashSeed;
   opts.stale_read_tolerance_ns = stale_read_tolerance_ns;
   auto prog = xdp::XdpProgram::load(opts);
   EXPECT_TRUE(prog.ok()) << (prog.ok() ? "" : prog.error().message);
