@@ -2,7 +2,7 @@
 //   1. rules_values: text -> value, with a reason on failure (no YAML, no line numbers);
 //   2. rules_fields: one YAML rule map -> Rule, driven by a field table that says which
 //      algorithms use and require each field;
-//   3. rules_yaml: text -> one YAML document as a small tree, within the limits of
+//   3. rules_yaml: text -> one YAML document as an array of nodes, within the limits of
 //      rules_loader.hpp;
 //   4. here: the document, duplicate names, parent resolution, cycles and chain depth.
 // Every error leaves as "FILE:LINE: message"; nothing throws past load_rules_text.

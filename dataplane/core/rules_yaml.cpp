@@ -1,7 +1,7 @@
 // The YAML reader of the rules loader, on libyaml's event parser (see rules_loader.cpp for why
-// libyaml): the events build our own small tree, so every limit is checked as the document
-// streams past, before anything is built beyond it, and YAML features that would need expanding
-// (aliases) never get a meaning.
+// libyaml): the events build our own document (YamlDocument), so every limit is checked as the
+// document streams past, before anything is built beyond it, and YAML features that would need
+// expanding (aliases) never get a meaning.
 #include "rules_yaml.hpp"
 
 #include <yaml.h>

@@ -1,5 +1,5 @@
 // Internal to the rules loader (rules_loader.hpp is the public interface). Reads the one YAML
-// document of a rules file into a small tree of maps, lists and scalars, refusing on the way
+// document of a rules file into one array of its maps, lists and scalars, refusing on the way
 // anything a rules file has no use for that could make one load cost without bound: anchors
 // and aliases, tags, nesting, long scalars, wide maps and lists, and node counts past the
 // limits of rules_loader.hpp. Every failure is "FILE:LINE: message".
