@@ -95,7 +95,7 @@ static __always_inline struct sl_flow_slot *sl_ft_slot(struct sl_flow_set *s1,
  * its second set, else a claim, after which a created or evicted slot is initialised full
  * (the key beside it, for user space) and published seen once. NULL: no slot. */
 static __always_inline struct sl_bucket *sl_flow_elsewhere(
-    const struct sl_xdp_rule *r, const struct sl_frame *f, void *table, struct sl_flow_meta *m,
+    const struct sl_xdp_rule *r, void *table, struct sl_flow_meta *m,
     struct sl_flow_set *s1, const struct sl_flow_key *key, __u64 hash, __u64 fp, __u32 tick,
     __u32 first, __u64 now_ns) {
   struct sl_flow_set *s2 = s1, *sw;
@@ -132,7 +132,6 @@ static __always_inline struct sl_bucket *sl_flow_elsewhere(
   /* Seen once until its next packet; the locked CAS publishes the initialised words. */
   __sync_val_compare_and_swap(sl_ft_tag(s1, s2, way), SL_FT_PENDING | fp,
                               fp | SL_FT_SEEN_ONCE | tick);
-  (void)f;
   return &slot->b;
 }
 
@@ -174,7 +173,7 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
   if (way >= 0) {
     b = &s1->slot[way & (SL_FT_WAYS - 1)].b;
   } else {
-    b = sl_flow_elsewhere(r, f, table, m, s1, &key, hash, fp, tick, first, now_ns);
+    b = sl_flow_elsewhere(r, table, m, s1, &key, hash, fp, tick, first, now_ns);
     if (!b) return 0;
   }
   if (b->last_seen_ns != now_ns) b->last_seen_ns = now_ns;

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <ctime>
 #include <string>
-#include <unordered_map>
 
 #include "../dataplane/core/flow_key.hpp"
 #include "../dataplane/core/rules_loader.hpp"
