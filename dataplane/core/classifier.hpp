@@ -43,6 +43,8 @@ struct CachedResult;  // classifier.cpp
 }
 
 class Classifier {
+  struct LinearRule;  // a rule of the linear walk (below)
+
  public:
   static constexpr size_t kLinearRules = 4;
   explicit Classifier(const std::vector<Rule>& rules);
@@ -58,14 +60,38 @@ class Classifier {
   int classify_common_ipv4(const Ipv4Fields& f, uint16_t ingress_port) const {
     const uint64_t word = match_word_of(f) | uint64_t(ingress_port) << match_word::kPortShift;
     // An IPv4 address is the first 4 of ParsedFrame's 16 address bytes, the rest zero.
-    return walk_linear(word, AddrWords{f.src, 0}, AddrWords{f.dst, 0}, f.src_port, f.dst_port);
+    return walk_linear(word, AddrWords{f.src(), 0}, AddrWords{f.dst(), 0}, f.src_port(),
+                       f.dst_port());
   }
-  // Whether rule i (< kLinearRules, of a linear() classifier) holds for such a frame: the
-  // walk's step for that rule, for a caller that knows it has one rule.
-  bool common_ipv4_matches(uint32_t i, const Ipv4Fields& f, uint16_t ingress_port) const {
-    const uint64_t word = match_word_of(f) | uint64_t(ingress_port) << match_word::kPortShift;
-    return i < linear_count_ && linear_holds(linear_[i], word, AddrWords{f.src, 0},
-                                             AddrWords{f.dst, 0}, f.src_port, f.dst_port);
+  // The walk's step for rule i (of a linear() classifier) on the common IPv4 frames of one
+  // ingress port, for a caller that knows it has one rule: worked out once per burst, since
+  // in those frames' match words only the protocol and DSCP vary (frame_fast_v4.hpp), and
+  // the rest can be folded into the value compared. The fixed and varying bits are disjoint,
+  // so (word & mask) == value exactly when (varying << shift & mask) == value ^ (fixed &
+  // mask), which needs that right side to be 0 outside the varying bits.
+  struct CommonIpv4Rule {
+    uint32_t mask = 0, value = 1;      // on match_word_varying(); 1: never
+    const LinearRule* more = nullptr;  // the rule, if addresses or port ranges decide too
+  };
+  CommonIpv4Rule common_ipv4_rule(uint32_t i, uint16_t ingress_port) const {
+    CommonIpv4Rule t;
+    if (i >= linear_count_) return t;  // no rule i
+    const LinearRule& r = linear_[i];
+    const uint64_t fixed = kCommonIpv4MatchWord | uint64_t(ingress_port) << match_word::kPortShift;
+    const uint64_t want = r.value ^ (fixed & r.mask);
+    if ((want & ~(uint64_t{0xffff} << kVaryingShift)) != 0) return t;  // fixed bits differ
+    t.mask = uint32_t(r.mask >> kVaryingShift) & 0xffff;
+    t.value = uint32_t(want >> kVaryingShift);
+    if (r.more) t.more = &r;
+    return t;
+  }
+  // Whether that rule holds for such a frame: classify_common_ipv4()'s answer for it.
+  [[gnu::always_inline]] static bool common_ipv4_matches(const CommonIpv4Rule& t,
+                                                         const Ipv4Fields& f) {
+    if ((match_word_varying(f) & t.mask) != t.value) return false;
+    return t.more == nullptr ||
+           linear_more_holds(*t.more, AddrWords{f.src(), 0},
+                             AddrWords{f.dst(), 0}, f.src_port(), f.dst_port());
   }
 
   size_t rule_count() const { return rule_count_; }
@@ -109,12 +135,17 @@ class Classifier {
   [[gnu::always_inline]] static bool linear_holds(const LinearRule& r, uint64_t word,
                                                   AddrWords src, AddrWords dst,
                                                   uint16_t src_port, uint16_t dst_port) {
+    if ((word & r.mask) != r.value) return false;
+    return !r.more || linear_more_holds(r, src, dst, src_port, dst_port);
+  }
+  // The part of that test beyond the match word.
+  [[gnu::always_inline]] static bool linear_more_holds(const LinearRule& r, AddrWords src,
+                                                       AddrWords dst, uint16_t src_port,
+                                                       uint16_t dst_port) {
     auto holds = [](const uint64_t addr[2], const uint64_t mask[2], AddrWords a) {
       // Both halves compared without a branch between them (an int AND, not &&).
       return (int((a.lo & mask[0]) == addr[0]) & int((a.hi & mask[1]) == addr[1])) != 0;
     };
-    if ((word & r.mask) != r.value) return false;
-    if (!r.more) return true;
     if (r.src && !holds(r.src_addr, r.src_mask, src)) return false;
     if (r.dst && !holds(r.dst_addr, r.dst_mask, dst)) return false;
     if (r.ports && (uint16_t(src_port - r.src_lo) > r.src_span ||

@@ -67,11 +67,12 @@ inline uint64_t mix(uint64_t a, uint64_t b) {
 // The key of one mode for a frame that is not IPv6 (IPv4, or not IP: version 0, addresses
 // zero), from its fields: flow_key_of() below for such frames, and the burst pipeline's key
 // for a common IPv4 frame (frame_fast_v4.hpp), which has no ParsedFrame. `src`, `dst` as
-// loaded from the wire.
+// loaded from the wire; `ports` = source port | destination port << 16, host order (the
+// common IPv4 parse has them so, frame_fast_v4.hpp).
 template <KeyMode mode>
 [[gnu::always_inline]] inline FlowKey flow_key_v4(uint8_t version, uint32_t src, uint32_t dst,
-                                                  uint8_t proto, uint16_t src_port,
-                                                  uint16_t dst_port, uint8_t prefix_len) {
+                                                  uint8_t proto, uint32_t ports,
+                                                  uint8_t prefix_len) {
   FlowKey k;
   uint64_t meta = uint64_t(mode) | uint64_t(version) << 8;
   uint64_t s = 0, d = 0;
@@ -91,9 +92,9 @@ template <KeyMode mode>
     d = dst;
     // Non-first fragments carry no ports (0 here): they are keyed by addresses and protocol.
     if constexpr (mode == KeyMode::five_tuple)
-      meta |= uint64_t(proto) << 24 | uint64_t(src_port) << 32 | uint64_t(dst_port) << 48;
+      meta |= uint64_t(proto) << 24 | uint64_t(ports) << 32;
   }
-  (void)src, (void)dst, (void)proto, (void)src_port, (void)dst_port, (void)prefix_len;
+  (void)src, (void)dst, (void)proto, (void)ports, (void)prefix_len;
   k.w[0] = meta;
   k.w[1] = s | d << 32;
   return k;
@@ -106,8 +107,8 @@ template <KeyMode mode>
 inline FlowKey flow_key_of(const ParsedFrame& pf, uint8_t prefix_len) {
   if (pf.ip_version != 6)
     return flow_key_v4<mode>(pf.ip_version, detail::load32(pf.src.data()),
-                             detail::load32(pf.dst.data()), pf.proto, pf.src_port, pf.dst_port,
-                             prefix_len);
+                             detail::load32(pf.dst.data()), pf.proto,
+                             uint32_t(pf.src_port) | uint32_t(pf.dst_port) << 16, prefix_len);
   FlowKey k;
   constexpr unsigned addr_bits = 128;
   uint64_t meta = uint64_t(mode) | uint64_t(6) << 8;

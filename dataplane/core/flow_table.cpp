@@ -199,9 +199,9 @@ FlowTable::Totals FlowTable::totals() {
 const std::atomic<uint64_t>* FlowTable::find(uint64_t hash) const {
   const uint64_t fp = fp_bits(hash);
   const size_t first = set_of(hash), second = second_set_of(hash);
-  if (const int way = scan(first, fp); way >= 0) return state_of(first, unsigned(way));
+  if (const unsigned way = scan(first, fp); way < kWays) return state_of(first, way);
   if (second == first) return nullptr;
-  if (const int way = scan(second, fp); way >= 0) return state_of(second, unsigned(way));
+  if (const unsigned way = scan(second, fp); way < kWays) return state_of(second, way);
   return nullptr;
 }
 

@@ -61,6 +61,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 
@@ -133,13 +134,15 @@ class FlowTable {
   // tag. Touches the flow's tick. init must not throw (the core throws nothing: result.hpp).
   template <class Init>
   Lookup find_or_insert(uint64_t hash, uint64_t now_ns, Init&& init) {
-    return find_or_insert_at(first_set(hash), hash, tick_of(now_ns), init);
+    return find_or_insert_line(first_line(hash), hash, tick_of(now_ns), init);
   }
-  // The same, for a caller that worked out the hash's first set (first_set(), to prefetch
-  // it with prefetch_set()) and the tick of now_ns (tick_of(), once per burst).
-  template <class Init>
-  Lookup find_or_insert_at(size_t first, uint64_t hash, uint32_t tick, Init&& init);
-  size_t first_set(uint64_t hash) const { return set_of(hash); }
+  // The same, for a caller that worked out the hash's first set's line (first_line(), to
+  // prefetch it with prefetch_line()) and the tick of now_ns (tick_of(), once per burst).
+  // kStateWords: state_words(), for a caller that knows it (0: read from the table).
+  template <unsigned kStateWords = 0, class Init>
+  Lookup find_or_insert_line(std::atomic<uint64_t>* line, uint64_t hash, uint32_t tick,
+                             Init&& init);
+  std::atomic<uint64_t>* first_line(uint64_t hash) const { return set_at(set_of(hash)); }
 
   // Read-only lookup (no insert, no touch); nullptr if absent or not yet published.
   const std::atomic<uint64_t>* find(uint64_t hash) const;
@@ -147,13 +150,16 @@ class FlowTable {
   // Starts loading the lines a hash's lookup and charge will read: the set's tag line and its
   // state words (one more line; two for meters), so that a burst can hash every packet first
   // and find_or_insert() later hits cache instead of waiting on memory.
-  void prefetch(uint64_t hash) const { prefetch_set(set_of(hash)); }
-  void prefetch_set(size_t first) const {
+  void prefetch(uint64_t hash) const { prefetch_line(first_line(hash)); }
+  template <unsigned kStateWords = 0>
+  void prefetch_line(const std::atomic<uint64_t>* line) const {
     // A set is 2 lines (one state word per flow) or 3 (two); the set base is 64-byte aligned.
-    const char* set = reinterpret_cast<const char*>(set_at(first));
+    const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
+    assert(words == state_words_);
+    const char* set = reinterpret_cast<const char*>(line);
     __builtin_prefetch(set, 1, 3);
     __builtin_prefetch(set + 64, 1, 3);
-    if (state_words_ == 2) __builtin_prefetch(set + 128, 1, 3);
+    if (words == 2) __builtin_prefetch(set + 128, 1, 3);
   }
 
   // Visits at most max_slots slots from where the previous call stopped (wrapping), freeing the
@@ -219,9 +225,18 @@ class FlowTable {
   size_t second_set_of(uint64_t hash) const {
     return size_t((static_cast<unsigned __int128>(hash * 0xd6e8feb86659fd93ull) * nsets_) >> 64);
   }
-  // The first way of a set whose tag holds fingerprint bits fp (pending clear), or -1.
-  int scan(size_t set, uint64_t fp) const { return first_match(tags(set), fp); }
-  static int first_match(const std::atomic<uint64_t>* tag, uint64_t fp);
+  // The first way of a set whose tag holds fingerprint bits fp (pending clear), or kWays if
+  // none does.
+  unsigned scan(size_t set, uint64_t fp) const {
+    uint64_t seen;
+    std::atomic<uint64_t>* const tag = first_match(tags(set), fp, seen);
+    return tag ? unsigned(tag - tags(set)) : kWays;
+  }
+  // The same, from a set's tags: that way's tag, or null; `seen` gets the tag as the match
+  // read it. (A pointer: the caller's state address is then one add away, with no sign
+  // extension of a way number.)
+  static std::atomic<uint64_t>* first_match(std::atomic<uint64_t>* tag, uint64_t fp,
+                                            uint64_t& seen);
   std::atomic<uint64_t>* set_at(size_t set) const { return sets_ + set * stride_words_; }
   std::atomic<uint64_t>* tags(size_t set) const { return set_at(set); }
   std::atomic<uint64_t>* states(size_t set) const { return set_at(set) + kWays; }
@@ -230,11 +245,10 @@ class FlowTable {
   }
   static uint64_t fp_bits(uint64_t hash) { return tag_of(hash) << kFingerprintShift; }
   // Moves a found flow's tick forward and clears its seen-once mark; skipped when both are
-  // unchanged (most packets of a busy flow).
-  // The tag is read again here (the scan compared it in a vector register): if it no longer
-  // holds fp, the slot was recycled meanwhile and is not ours to touch.
-  void touch(std::atomic<uint64_t>& tag, uint64_t fp, uint32_t tick) const {
-    uint64_t seen = tag.load(std::memory_order_relaxed);
+  // unchanged (most packets of a busy flow). `seen` is the tag as last read: if it no longer
+  // holds fp, the slot was recycled meanwhile and is not ours to touch; if it changed since,
+  // the CAS below fails and leaves it.
+  void touch(std::atomic<uint64_t>& tag, uint64_t seen, uint64_t fp, uint32_t tick) const {
     if ((seen & kLifeMask) == tick || (seen & ~kLifeMask) != fp) return;
     if (single_writer_) {
       tag.store(fp | tick, std::memory_order_relaxed);
@@ -244,6 +258,9 @@ class FlowTable {
     // there is nothing left for us to do.
     tag.compare_exchange_strong(seen, fp | tick, std::memory_order_relaxed,
                                 std::memory_order_relaxed);
+  }
+  void touch(std::atomic<uint64_t>& tag, uint64_t fp, uint32_t tick) const {
+    touch(tag, tag.load(std::memory_order_relaxed), fp, tick);
   }
   // Slow path: the flow was not in the set. Returns found (it appeared meanwhile), no_slot, or
   // created/evicted with the slot held as PENDING|fp for the caller to init and publish.
@@ -257,8 +274,7 @@ class FlowTable {
   Claim claim(size_t first, size_t second, uint64_t fp, uint32_t tick);
   // find_or_insert() past its first set: the second set, then a claim.
   template <class Init>
-  Lookup find_elsewhere_or_insert(size_t first, uint64_t hash, uint64_t fp, uint32_t tick,
-                                  Init& init);
+  Lookup find_elsewhere_or_insert(uint64_t hash, uint64_t fp, uint32_t tick, Init& init);
   // Takes one unit of capacity if the table is below capacity.
   bool reserve();
   // Gives up a held claim: the slot becomes empty (any flow it held before is gone).
@@ -282,7 +298,8 @@ class FlowTable {
   alignas(64) std::atomic<uint64_t> cursor_{0};
 };
 
-inline int FlowTable::first_match(const std::atomic<uint64_t>* tag, uint64_t fp) {
+inline std::atomic<uint64_t>* FlowTable::first_match(std::atomic<uint64_t>* tag, uint64_t fp,
+                                                     uint64_t& seen) {
 #ifdef SLUICE_FLOW_TABLE_SSE2
   // Compares the high 32-bit halves of the 8 tags (pending bit and fingerprint bits 62..32) in
   // two vector compares, then checks a candidate's whole tag with a scalar load: a half
@@ -301,49 +318,54 @@ inline int FlowTable::first_match(const std::atomic<uint64_t>* tag, uint64_t fp)
       unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(ways47), want)))) << 4;
   std::atomic_signal_fence(std::memory_order_acquire);
   while (candidates != 0) [[likely]] {
-    const int way = __builtin_ctz(candidates);
-    if ((tag[way].load(std::memory_order_acquire) & ~kLifeMask) == fp) [[likely]] return way;
+    std::atomic<uint64_t>* const way = tag + __builtin_ctz(candidates);
+    seen = way->load(std::memory_order_acquire);
+    if ((seen & ~kLifeMask) == fp) [[likely]] return way;
     candidates &= candidates - 1;
   }
-  return -1;
+  return nullptr;
 #else
   unsigned hits = 0;  // branchless: which way holds a flow is random
   for (unsigned way = 0; way < kWays; ++way)
     hits |= unsigned((tag[way].load(std::memory_order_acquire) & ~kLifeMask) == fp) << way;
-  return hits != 0 ? __builtin_ctz(hits) : -1;
+  if (hits == 0) return nullptr;
+  std::atomic<uint64_t>* const way = tag + __builtin_ctz(hits);
+  seen = way->load(std::memory_order_acquire);  // touch() checks it still holds fp
+  return way;
 #endif
 }
 
-template <class Init>
-[[gnu::always_inline]] inline FlowTable::Lookup FlowTable::find_or_insert_at(size_t first,
-                                                                             uint64_t hash,
-                                                                             uint32_t tick,
-                                                                             Init&& init) {
+template <unsigned kStateWords, class Init>
+[[gnu::always_inline]] inline FlowTable::Lookup FlowTable::find_or_insert_line(
+    std::atomic<uint64_t>* line, uint64_t hash, uint32_t tick, Init&& init) {
   const uint64_t fp = fp_bits(hash);
   // The first set holds nearly every flow: one line, compared without a branch per way (which
   // way holds a flow is random, so an early-exit loop would mispredict on most packets). This
-  // part is inlined into the caller's per-packet loop; the rest is out of line. The set's
-  // address is worked out once: the tag loads are acquires, after which the members that
-  // locate it would be read again.
-  std::atomic<uint64_t>* const line = set_at(first);
-  const unsigned words = state_words_;
-  if (const int way = first_match(line, fp); way >= 0) [[likely]] {
-    touch(line[way], fp, tick);
-    return {line + kWays + unsigned(way) * words, Outcome::found};
+  // part is inlined into the caller's per-packet loop; the rest is out of line. The state
+  // words' count is read before the tag loads, which are acquires, after which it would be
+  // read again.
+  const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
+  assert(words == state_words_);
+  uint64_t seen;
+  if (std::atomic<uint64_t>* const tag = first_match(line, fp, seen)) [[likely]] {
+    // A flow already touched this tick and seen before (most packets of a busy flow) has
+    // exactly this tag: one compare of the word the match read, and nothing to write.
+    if (seen != (fp | tick)) [[unlikely]] touch(*tag, seen, fp, tick);
+    // Way w's state words are at kWays + w * words: from its tag at w, kWays + w * (words - 1).
+    return {tag + kWays + (tag - line) * (words - 1), Outcome::found};
   }
-  return find_elsewhere_or_insert(first, hash, fp, tick, init);
+  return find_elsewhere_or_insert(hash, fp, tick, init);
 }
 
 template <class Init>
-[[gnu::noinline]] FlowTable::Lookup FlowTable::find_elsewhere_or_insert(size_t first,
-                                                                       uint64_t hash,
+[[gnu::noinline]] FlowTable::Lookup FlowTable::find_elsewhere_or_insert(uint64_t hash,
                                                                        uint64_t fp, uint32_t tick,
                                                                        Init& init) {
-  const size_t second = second_set_of(hash);
+  const size_t first = set_of(hash), second = second_set_of(hash);
   if (second != first) {
-    if (const int way = scan(second, fp); way >= 0) {
+    if (const unsigned way = scan(second, fp); way < kWays) {
       touch(tags(second)[way], fp, tick);
-      return {state_of(second, unsigned(way)), Outcome::found};
+      return {state_of(second, way), Outcome::found};
     }
   }
   Claim c = claim(first, second, fp, tick);

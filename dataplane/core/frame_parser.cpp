@@ -218,10 +218,11 @@ bool parse_common_ipv4(const Bytes& b, ParsedFrame& pf) {
   pf.dscp = f.dscp;
   pf.has_ports = true;
   pf.has_l4 = true;
-  pf.src_port = f.src_port;
-  pf.dst_port = f.dst_port;
-  std::memcpy(pf.src.data(), &f.src, 4);
-  std::memcpy(pf.dst.data(), &f.dst, 4);
+  pf.src_port = f.src_port();
+  pf.dst_port = f.dst_port();
+  const uint32_t src = f.src(), dst = f.dst();
+  std::memcpy(pf.src.data(), &src, 4);
+  std::memcpy(pf.dst.data(), &dst, 4);
   pf.match_word = match_word_of(f);
   return true;
 }

@@ -19,10 +19,10 @@ namespace {
 
 // What the first pass learns of a frame, for the second.
 struct Pass1 {
-  uint64_t hash;  // fast rules: the flow's hash
-  size_t set;     // and its first set, already being fetched
-  uint32_t len;   // wire length
-  int8_t rule;    // >= 0: a fast rule; kDefault: no rule, a pass/drop default; kGeneral
+  uint64_t hash;                // fast rules: the flow's hash
+  std::atomic<uint64_t>* line;  // and its first set's line, already being fetched
+  uint32_t len;                 // wire length
+  int8_t rule;  // >= 0: a fast rule; kDefault: no rule, a pass/drop default; kGeneral
 };
 constexpr int8_t kDefault = -1;
 constexpr int8_t kGeneral = -2;
@@ -35,11 +35,15 @@ struct RuleBurst {
 };
 
 template <KeyMode mode>
+[[gnu::always_inline]] inline uint64_t common_ipv4_hash_of(const FlowHashKeys& keys,
+                                                           uint8_t prefix_len,
+                                                           const Ipv4Fields& f) {
+  return hash_flow_key(flow_key_v4<mode>(4, f.src(), f.dst(), f.proto, f.ports, prefix_len), keys);
+}
+template <KeyMode mode>
 [[gnu::always_inline]] inline uint64_t common_ipv4_hash_of(const CompiledRule& cr,
                                                            const Ipv4Fields& f) {
-  return hash_flow_key(flow_key_v4<mode>(4, f.src, f.dst, f.proto, f.src_port, f.dst_port,
-                                         cr.key_prefix_len),
-                       cr.hash_keys);
+  return common_ipv4_hash_of<mode>(cr.hash_keys, cr.key_prefix_len, f);
 }
 
 [[gnu::always_inline]] inline uint64_t common_ipv4_hash(const CompiledRule& cr,
@@ -82,6 +86,13 @@ template <KeyMode mode>
   return run.coloured(cr, colour, c, frame.data, pf, now_ns);
 }
 
+// A packet the first pass classified the general way: finished as process_burst does, out
+// of line (finish() inlined would take registers from the common path's loop).
+[[gnu::noinline]] Verdict general(const Run& run, const Pipeline::Frame& frame,
+                                  const Classified& c, uint64_t now_ns, WorkerCounters& counters) {
+  return run.finish(frame.data, c, now_ns, counters);
+}
+
 // The burst. kOne: the snapshot's only rule is a fast rule keyed by kMode, so the loops know
 // its rule, its key and its counters without looking; otherwise any rules of the linear
 // walk, each keyed by its own mode (kMode unused).
@@ -103,24 +114,44 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
     sl_tb_at_cost(&cr.p.rate, 1, &rb[r].at);
   }
 
+  // kOne: the rule's fields in locals, read once (a call in the loops, or the flow table's
+  // acquire loads, would have them read again for every packet), and its match with its
+  // constant part worked out.
+  const CompiledRule& one = s.compiled[0];
+  FlowTable* const one_flows = kOne ? one.flows : nullptr;
+  const Sharing one_sharing = kOne ? one.sharing : Sharing::shared;
+  const bool one_by_packets = kOne && one.cost_in_packets;
+  // Its table's bucket words per flow, as rules_snapshot.cpp makes them: a meter's two, a
+  // token bucket's one (0: any rule, read from the table).
+  constexpr unsigned kOneWords = kOne ? (kMeter ? 2 : 1) : 0;
+  const FlowHashKeys one_keys = kOne ? one.hash_keys : FlowHashKeys{};
+  const uint8_t one_prefix_len = kOne ? one.key_prefix_len : 0;
+  const Classifier::CommonIpv4Rule one_match =
+      kOne ? s.classifier.common_ipv4_rule(0, port) : Classifier::CommonIpv4Rule{};
+
   Pass1 p1[Pipeline::kMaxBurst];
+  // The frames for the general stages take the scratch entries in order, so the loops carry
+  // no pointer into `cl` for the common frames.
+  size_t general_seen = 0, general_done = 0;
   for (size_t i = 0; i < m; ++i) {
     const Pipeline::Frame& fr = frames[i];
     const uint32_t len = std::max(fr.len, fr.wire_len);
     p1[i].len = len;
     Ipv4Fields f;
     if (parse_common_ipv4_fields(fr.data, fr.len, len, f)) [[likely]] {
-      const int r = kOne ? (s.classifier.common_ipv4_matches(0, f, port) ? 0 : -1)
+      const int r = kOne ? (Classifier::common_ipv4_matches(one_match, f) ? 0 : -1)
                          : s.classifier.classify_common_ipv4(f, port);
       if (r >= 0) {
-        const CompiledRule& cr = s.compiled[size_t(r)];
+        const CompiledRule& cr = kOne ? one : s.compiled[size_t(r)];
         if (kOne || cr.fast_common_ipv4) [[likely]] {
           p1[i].rule = int8_t(r);
           const uint64_t hash =
-              kOne ? common_ipv4_hash_of<kMode>(cr, f) : common_ipv4_hash(cr, f);
+              kOne ? common_ipv4_hash_of<kMode>(one_keys, one_prefix_len, f)
+                   : common_ipv4_hash(cr, f);
           p1[i].hash = hash;
-          p1[i].set = cr.flows->first_set(hash);
-          cr.flows->prefetch_set(p1[i].set);
+          FlowTable* const flows = kOne ? one_flows : cr.flows;
+          p1[i].line = flows->first_line(hash);
+          flows->prefetch_line<kOneWords>(p1[i].line);
           continue;
         }
       } else if (default_fast) {
@@ -129,7 +160,7 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
       }
     }
     p1[i].rule = kGeneral;
-    run.classify(fr.data, fr.len, fr.wire_len, port, cl[i]);
+    run.classify(fr.data, fr.len, fr.wire_len, port, cl[general_seen++]);
   }
 
   uint64_t default_packets = 0, default_bytes = 0;
@@ -137,31 +168,44 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
   const Verdict by_default{default_kind == ActionKind::drop ? Verdict::Kind::drop
                                                             : Verdict::Kind::forward,
                            now_ns};
-  // kOne: the rule's fields in locals, read once (the flow table's acquire loads would have
-  // them read again for every packet).
-  const CompiledRule& one = s.compiled[0];
-  FlowTable* const one_flows = kOne ? one.flows : nullptr;
-  const Sharing one_sharing = kOne ? one.sharing : Sharing::shared;
-  const bool one_by_packets = kOne && one.cost_in_packets;
   uint64_t one_packets = 0, one_bytes = 0;
+  // A new flow's state words (the lookup's slow path takes this by reference): kOne's made
+  // once per burst, not once per packet.
+  const auto init_one = [&one, now_ns](std::atomic<uint64_t>* st) { one.init_state(st, now_ns); };
   for (size_t i = 0; i < m; ++i) {
     const int r = p1[i].rule;
     if (r >= 0) [[likely]] {
       const size_t ri = kOne ? 0 : size_t(r);
-      const CompiledRule& cr = s.compiled[ri];
+      const CompiledRule& cr = kOne ? one : s.compiled[ri];
       RuleBurst& b = rb[ri];
       const uint32_t len = p1[i].len;
       FlowTable* const flows = kOne ? one_flows : cr.flows;
       const uint32_t rule_tick = kOne ? tick : flows->tick_of(now_ns);
-      std::atomic<uint64_t>* w =
-          flows
-              ->find_or_insert_at(p1[i].set, p1[i].hash, rule_tick,
-                                  [&](std::atomic<uint64_t>* st) { cr.init_state(st, now_ns); })
-              .state;
+      std::atomic<uint64_t>* w;
+      if constexpr (kOne) {
+        w = flows->find_or_insert_line<kOneWords>(p1[i].line, p1[i].hash, rule_tick, init_one)
+                .state;
+      } else {
+        w = flows
+                ->find_or_insert_line(p1[i].line, p1[i].hash, rule_tick,
+                                      [&](std::atomic<uint64_t>* st) { cr.init_state(st, now_ns); })
+                .state;
+      }
       if ((kOne ? kMeter : cr.fast_srtcm) && w != nullptr) {
-        const sl_colour colour =
-            srtcm_charge(cr.p.meter, *reinterpret_cast<MeterWord*>(w), now_ns, cr.cost(len),
-                         kOne ? one_sharing : cr.sharing);
+        MeterWord& word = *reinterpret_cast<MeterWord*>(w);
+        const Sharing sharing = kOne ? one_sharing : cr.sharing;
+        sl_colour colour;
+        if (sharing == Sharing::single_writer) [[likely]] {
+          // As the token bucket below: update_meter's plain stores, without its test.
+          const MeterWord cur = detail::meter_read(word);
+          const sl_meter_state st{cur.e0, cur.e1};
+          sl_meter_state next{};
+          colour = sl_srtcm_decide(&cr.p.meter, &st, now_ns, cr.cost(len), &next);
+          __atomic_store_n(&word.e0, next.e0, __ATOMIC_RELAXED);
+          __atomic_store_n(&word.e1, next.e1, __ATOMIC_RELAXED);
+        } else {
+          colour = srtcm_charge(cr.p.meter, word, now_ns, cr.cost(len), sharing);
+        }
         if (colour == SL_GREEN && cr.green_passes) [[likely]] {
           if constexpr (kOne) {
             ++one_packets;
@@ -184,10 +228,21 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
           sl_tb_at_cost(&cr.p.rate, cr.cost(len), &by_bytes);
           at = &by_bytes;
         }
-        const bool ok = detail::update_word(*w, kOne ? one_sharing : cr.sharing,
-                                            [&](uint64_t cur, uint64_t* next) {
-                                              return sl_tb_decide_at(at, cur, next) != 0;
-                                            });
+        const Sharing sharing = kOne ? one_sharing : cr.sharing;
+        bool ok;
+        // One worker (and replay) is the single writer; with more, their compare-and-swap
+        // costs far more than this branch.
+        if (sharing == Sharing::single_writer) [[likely]] {
+          // update_word's plain store, without its test for an unchanged word (a refusal):
+          // no other thread writes this one, and the conforming packet goes straight on.
+          uint64_t next;
+          ok = sl_tb_decide_at(at, w->load(std::memory_order_relaxed), &next) != 0;
+          w->store(next, std::memory_order_relaxed);
+        } else {
+          ok = detail::update_word(*w, sharing, [&](uint64_t cur, uint64_t* next) {
+            return sl_tb_decide_at(at, cur, next) != 0;
+          });
+        }
         if (ok) [[likely]] {
           if constexpr (kOne) {
             ++one_packets;
@@ -206,7 +261,7 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
       default_bytes += p1[i].len;
       verdicts[i] = by_default;
     } else {
-      verdicts[i] = run.finish(frames[i].data, cl[i], now_ns, counters);
+      verdicts[i] = general(run, frames[i], cl[general_done++], now_ns, counters);
     }
   }
   if constexpr (kOne) {
