@@ -276,6 +276,7 @@ TEST(RulesSwapConcurrent, EveryBurstIsDecidedByExactlyOneRuleSet) {
   p.set_grace_period(&grace);
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> torn{0}, bursts{0};
+  std::atomic<int> running{0};  // workers past their first burst
   std::vector<WorkerCounters> counters(2, p.make_counters());
   auto worker = [&](size_t id) {
     grace.online(id);
@@ -288,7 +289,7 @@ TEST(RulesSwapConcurrent, EveryBurstIsDecidedByExactlyOneRuleSet) {
       Verdict v[2];
       p.process_burst(s, frames, 2, 0, kSec, counters[id], v);
       if (v[0].kind == v[1].kind) torn.fetch_add(1, std::memory_order_relaxed);
-      ++n;
+      if (++n == 1) running.fetch_add(1);
       // Three threads on two CPUs here: let the control thread's grace periods end soon.
       std::this_thread::yield();
     }
@@ -296,6 +297,9 @@ TEST(RulesSwapConcurrent, EveryBurstIsDecidedByExactlyOneRuleSet) {
     grace.offline(id);
   };
   std::thread w0(worker, 0), w1(worker, 1);
+  // Swap only once both run: 200 applies of a one-rule set take a few milliseconds, which a
+  // worker thread not yet started (offline, so no grace period waits for it) would miss.
+  while (running.load() < 2) std::this_thread::yield();
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(p.apply(rules_of(i % 2 ? a : b), kSec).ok());
   stop = true;
   w0.join();
