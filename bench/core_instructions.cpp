@@ -10,7 +10,8 @@
 // counters and verdicts. Deterministic: a fixed hash seed, a synthetic clock (one burst every
 // 2 us, every packet conforms), one thread (single writer, as a one-worker dataplane runs).
 //
-//   sluice-bench-instructions --rules none|tb-5tuple|srtcm-dst [--flows F] [--packets N]
+//   sluice-bench-instructions --rules none|tb-5tuple|srtcm-dst|tb-5tuple-after:N
+//                             [--flows F] [--packets N]
 //
 // Prints the packets measured and how many were forwarded (all, with these rules) on stdout;
 // exits 1 if any was not.
@@ -50,6 +51,21 @@ rules:
 
 const char* const kNoRules = "default: {action: pass}\nrules: []\n";
 
+// tb-5tuple's rule last after n - 1 keyed prefix rules no frame of the trace matches
+// (src 11.(i >> 8).(i & 255).0/24, the shape of bench/dataplane/rules_scale.py's prefix
+// rules): what the rule count adds per packet.
+std::string tb_after(size_t n) {
+  std::string text = "default: {action: pass}\nrules:\n";
+  for (size_t i = 0; i + 1 < n; ++i)
+    text += "  - {name: r" + std::to_string(i) + ", match: {src: 11." + std::to_string(i >> 8) +
+            "." + std::to_string(i & 255) +
+            ".0/24}, key: src-ip, rate: 1Mpps, burst: 1000, algorithm: token-bucket, "
+            "action: drop, max-flows: 64}\n";
+  text += "  - {name: per-flow, match: {proto: udp}, key: 5-tuple, rate: 1Mpps, burst: 1000,\n"
+          "     algorithm: token-bucket, action: drop}\n";
+  return text;
+}
+
 // Every flow once, in order, a destination per flow.
 std::vector<uint8_t> make_trace(size_t flows) {
   std::vector<uint32_t> order(flows);
@@ -59,7 +75,7 @@ std::vector<uint8_t> make_trace(size_t flows) {
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
-               "usage: sluice-bench-instructions --rules none|tb-5tuple|srtcm-dst "
+               "usage: sluice-bench-instructions --rules none|tb-5tuple|srtcm-dst|tb-5tuple-after:N "
                "[--flows F] [--packets N]\n");
   std::exit(2);
 }
@@ -68,6 +84,7 @@ std::vector<uint8_t> make_trace(size_t flows) {
 
 int main(int argc, char** argv) {
   const char* rules_text = nullptr;
+  std::string scaled;  // rules_text of tb-5tuple-after:N
   size_t flows = 1000, packets = 65536;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -78,6 +95,12 @@ int main(int argc, char** argv) {
                    : value == "tb-5tuple" ? bench::kPerFlowRules
                    : value == "srtcm-dst" ? kSrtcmPerDst
                                           : nullptr;
+      if (value.rfind("tb-5tuple-after:", 0) == 0) {
+        const size_t n = std::strtoull(value.c_str() + 16, nullptr, 10);
+        if (n == 0 || n > 100'000) usage();
+        scaled = tb_after(n);
+        rules_text = scaled.c_str();
+      }
       if (!rules_text) usage();
     } else if (arg == "--flows") {
       flows = std::strtoull(value.c_str(), nullptr, 10);

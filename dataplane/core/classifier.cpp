@@ -1,6 +1,7 @@
 #include "classifier.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <cstring>
 #include <unordered_map>
@@ -340,6 +341,29 @@ int Classifier::classify(const ParsedFrame& pf, uint16_t ingress_port) const {
     if (!skip_proto_) maps[n++] = proto_[(w >> kProtoShift) & 0xff];
     if (!skip_dscp_) maps[n++] = dscp_[(w >> kDscpShift) & 0x3f];
   }
+  return first_of(maps, n);
+}
+
+int Classifier::classify_tables_common_ipv4(const Ipv4Fields& f, uint16_t ingress_port) const {
+  if (rule_count_ == 0) return -1;
+  // Ipv4Fields holds each address as loaded from the wire; the tables key it in host order,
+  // as key4() of the wire bytes does.
+  constexpr bool kLittle = std::endian::native == std::endian::little;
+  auto key = [](uint32_t loaded) { return kLittle ? __builtin_bswap32(loaded) : loaded; };
+  Offset maps[8];
+  unsigned n = 0;
+  if (!ingress_.skip) maps[n++] = ingress_.index.lookup(ingress_port);
+  if (!skip_untagged_) maps[n++] = untagged_;
+  if (!src4_.skip) maps[n++] = src4_.index.lookup(key(f.src()));
+  if (!dst4_.skip) maps[n++] = dst4_.index.lookup(key(f.dst()));
+  if (!src_port_.skip) maps[n++] = src_port_.index.lookup(f.src_port());
+  if (!dst_port_.skip) maps[n++] = dst_port_.index.lookup(f.dst_port());
+  if (!skip_proto_) maps[n++] = proto_[f.proto];
+  if (!skip_dscp_) maps[n++] = dscp_[f.dscp & 0x3f];
+  return first_of(maps, n);
+}
+
+int Classifier::first_of(const Offset* maps, unsigned n) const {
   if (n == 0) return 0;  // nothing constrains the frame: every rule holds, the first wins
   if (summary_words_ == 0) {
     const uint64_t* a = arena_.data();

@@ -52,12 +52,13 @@ class Classifier {
   // Index of the first rule whose every match field holds, or -1.
   int classify(const ParsedFrame& pf, uint16_t ingress_port) const;
 
-  // Whether classify() is the linear walk (up to kLinearRules rules), which
-  // classify_common_ipv4() shares.
+  // Whether classify() is the linear walk (up to kLinearRules rules).
   bool linear() const { return use_linear_; }
-  // classify() of a common IPv4 frame (frame_fast_v4.hpp) from its fields alone. Only for a
-  // linear() classifier: the same walk over the same words, so the same answer.
+  // classify() of a common IPv4 frame (frame_fast_v4.hpp) from its fields alone: the same
+  // walk over the same words, or the same table lookups for the fields such a frame has, so
+  // the same answer.
   int classify_common_ipv4(const Ipv4Fields& f, uint16_t ingress_port) const {
+    if (!use_linear_) return classify_tables_common_ipv4(f, ingress_port);
     const uint64_t word = match_word_of(f) | uint64_t(ingress_port) << match_word::kPortShift;
     // An IPv4 address is the first 4 of ParsedFrame's 16 address bytes, the rest zero.
     return walk_linear(word, AddrWords{f.src(), 0}, AddrWords{f.dst(), 0}, f.src_port(),
@@ -127,6 +128,11 @@ class Classifier {
   // The lookups and bitmaps of `tables` (rule_count_, words_, summary_words_ set).
   void build_tables(const MatchTables& tables);
   int classify_linear(const ParsedFrame& pf, uint16_t ingress_port) const;
+  // classify_common_ipv4() of a classifier with tables: classify()'s lookups for an untagged
+  // IPv4 frame with ports.
+  int classify_tables_common_ipv4(const Ipv4Fields& f, uint16_t ingress_port) const;
+  // The first rule of every bitmap in maps[0, n): classify()'s last step.
+  int first_of(const Offset* maps, unsigned n) const;
   // An address's 16 wire-order bytes as two little-endian loads.
   struct AddrWords {
     uint64_t lo = 0, hi = 0;

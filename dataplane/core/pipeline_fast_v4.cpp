@@ -1,7 +1,7 @@
 // The common-IPv4 burst: process_burst for the snapshot shape operators run most (a few
 // rules, keyed token buckets; RulesSnapshot::fast_common_ipv4) on the frames most traffic is
 // (untagged IPv4 TCP/UDP without options or fragmentation: frame_fast_v4.hpp). Such a frame
-// is parsed into the few fields a rule can use, classified by the same linear walk, keyed
+// is parsed into the few fields a rule can use, classified by the same walk or tables, keyed
 // and hashed by the same key of those fields, and charged with the same token-bucket
 // arithmetic, its clock and cost parts worked out once per burst; the common outcome
 // (matched, conformed, passed) is counted once per burst per rule. Every other frame, every
@@ -22,17 +22,55 @@ struct Pass1 {
   uint64_t hash;                // fast rules: the flow's hash
   std::atomic<uint64_t>* line;  // and its first set's line, already being fetched
   uint32_t len;                 // wire length
-  int8_t rule;  // >= 0: a fast rule; kDefault: no rule, a pass/drop default; kGeneral
+  int32_t rule;  // >= 0: a fast rule; kDefault: no rule, a pass/drop default; kGeneral
 };
-constexpr int8_t kDefault = -1;
-constexpr int8_t kGeneral = -2;
+constexpr int32_t kDefault = -1;
+constexpr int32_t kGeneral = -2;
 
 // A fast rule's share of the burst: its token bucket's word-free parts (bucket_math.h
 // sl_tb_decide_at) and what it counts.
 struct RuleBurst {
   sl_tb_at at{};
   uint64_t packets = 0, bytes = 0;  // matched, conformed and passed
+  int32_t rule = -1;                // whose share (kOne: always the one rule's)
 };
+
+// Any number of rules: a burst's shares in a few entries by rule index, an entry handed to
+// another rule only after its counts are added to the counters. Up to kLinearRules rules
+// (a linear classifier) each has its own entry; with thousands, a burst meets a few.
+constexpr size_t kShares = 8;
+static_assert(Classifier::kLinearRules <= kShares);
+
+void count_share(const RulesSnapshot& s, const RuleBurst& b, WorkerCounters& counters) {
+  if (b.packets == 0) return;
+  const CompiledRule& cr = s.compiled[size_t(b.rule)];
+  TrafficCounters& c = counters.rule(cr.counter_slot);
+  for (Outcome o : {Outcome::matched, Outcome::conformed, Outcome::passed}) {
+    c.packets[size_t(o)] += b.packets;
+    c.bytes[size_t(o)] += b.bytes;
+  }
+  if (cr.fast_srtcm) {  // green too
+    c.packets[size_t(Outcome::green)] += b.packets;
+    c.bytes[size_t(Outcome::green)] += b.bytes;
+  }
+}
+
+// Rule r's entry, its token-bucket parts worked out for now_ns when it is taken.
+[[gnu::always_inline]] inline RuleBurst& share_of(RuleBurst* shares, const RulesSnapshot& s,
+                                                  size_t r, uint64_t now_ns,
+                                                  WorkerCounters& counters) {
+  RuleBurst& b = shares[r % kShares];
+  if (b.rule == int32_t(r)) [[likely]] return b;
+  if (b.rule >= 0) count_share(s, b, counters);
+  b = RuleBurst{};
+  b.rule = int32_t(r);
+  const CompiledRule& cr = s.compiled[r];
+  if (!cr.fast_srtcm) {
+    sl_tb_at_time(&cr.p.rate, now_ns, &b.at);
+    sl_tb_at_cost(&cr.p.rate, 1, &b.at);
+  }
+  return b;
+}
 
 template <KeyMode mode>
 [[gnu::always_inline]] inline uint64_t common_ipv4_hash_of(const FlowHashKeys& keys,
@@ -94,24 +132,24 @@ template <KeyMode mode>
 }
 
 // The burst. kOne: the snapshot's only rule is a fast rule keyed by kMode, so the loops know
-// its rule, its key and its counters without looking; otherwise any rules of the linear
-// walk, each keyed by its own mode (kMode unused).
+// its rule, its key and its counters without looking; otherwise any rules, of the linear walk
+// or of match tables, each keyed by its own mode (kMode unused).
 template <bool kOne, KeyMode kMode, bool kMeter = false>
 void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
            uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts, Classified* cl) {
   const RulesSnapshot& s = run.s;
   const ActionKind default_kind = s.rules.default_action.kind;
   const bool default_fast = default_kind == ActionKind::pass || default_kind == ActionKind::drop;
-  std::array<RuleBurst, kOne ? 1 : Classifier::kLinearRules> rb{};
-  const size_t rules = kOne ? 1 : std::min(s.compiled.size(), rb.size());
+  std::array<RuleBurst, kOne ? 1 : kShares> rb{};
   uint32_t tick = 0;
-  for (size_t r = 0; r < rules; ++r) {
-    const CompiledRule& cr = s.compiled[r];
-    if (!cr.fast_common_ipv4) continue;
-    tick = cr.flows->tick_of(now_ns);  // kOne: the one table's
-    if (cr.fast_srtcm) continue;
-    sl_tb_at_time(&cr.p.rate, now_ns, &rb[r].at);
-    sl_tb_at_cost(&cr.p.rate, 1, &rb[r].at);
+  if constexpr (kOne) {
+    const CompiledRule& cr = s.compiled[0];
+    tick = cr.flows->tick_of(now_ns);
+    rb[0].rule = 0;
+    if (!cr.fast_srtcm) {
+      sl_tb_at_time(&cr.p.rate, now_ns, &rb[0].at);
+      sl_tb_at_cost(&cr.p.rate, 1, &rb[0].at);
+    }
   }
 
   // kOne: the rule's fields in locals, read once (a call in the loops, or the flow table's
@@ -144,7 +182,7 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
       if (r >= 0) {
         const CompiledRule& cr = kOne ? one : s.compiled[size_t(r)];
         if (kOne || cr.fast_common_ipv4) [[likely]] {
-          p1[i].rule = int8_t(r);
+          p1[i].rule = int32_t(r);
           const uint64_t hash =
               kOne ? common_ipv4_hash_of<kMode>(one_keys, one_prefix_len, f)
                    : common_ipv4_hash(cr, f);
@@ -177,7 +215,7 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
     if (r >= 0) [[likely]] {
       const size_t ri = kOne ? 0 : size_t(r);
       const CompiledRule& cr = kOne ? one : s.compiled[ri];
-      RuleBurst& b = rb[ri];
+      RuleBurst& b = kOne ? rb[0] : share_of(rb.data(), s, ri, now_ns, counters);
       const uint32_t len = p1[i].len;
       FlowTable* const flows = kOne ? one_flows : cr.flows;
       const uint32_t rule_tick = kOne ? tick : flows->tick_of(now_ns);
@@ -269,18 +307,8 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
     rb[0].bytes = one_bytes;
   }
 
-  for (size_t r = 0; r < rules; ++r) {
-    if (rb[r].packets == 0) continue;
-    TrafficCounters& c = counters.rule(s.compiled[r].counter_slot);
-    for (Outcome o : {Outcome::matched, Outcome::conformed, Outcome::passed}) {
-      c.packets[size_t(o)] += rb[r].packets;
-      c.bytes[size_t(o)] += rb[r].bytes;
-    }
-    if (s.compiled[r].fast_srtcm) {  // green too
-      c.packets[size_t(Outcome::green)] += rb[r].packets;
-      c.bytes[size_t(Outcome::green)] += rb[r].bytes;
-    }
-  }
+  for (const RuleBurst& b : rb)
+    if (b.rule >= 0) count_share(s, b, counters);
   if (default_packets != 0) {
     TrafficCounters& d = counters.default_rule();
     const Outcome taken = default_kind == ActionKind::drop ? Outcome::dropped : Outcome::passed;
@@ -299,7 +327,7 @@ void burst_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m, 
   const RulesSnapshot& s = run.s;
   // One keyed rule: the loops specialised on its algorithm and key mode, chosen once per
   // burst (a meter per destination, as DPDK's qos_meter runs, or a token bucket per key).
-  if (s.compiled.size() == 1 && s.compiled[0].fast_srtcm) {
+  if (s.compiled.size() == 1 && s.classifier.linear() && s.compiled[0].fast_srtcm) {
     switch (s.compiled[0].key_mode) {
       case KeyMode::dst_ip:
         return burst<true, KeyMode::dst_ip, true>(run, frames, m, port, now_ns, counters, verdicts, cl);
@@ -309,7 +337,7 @@ void burst_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m, 
         return burst<false, KeyMode::none>(run, frames, m, port, now_ns, counters, verdicts, cl);
     }
   }
-  if (s.compiled.size() == 1 && s.compiled[0].fast_common_ipv4) {
+  if (s.compiled.size() == 1 && s.classifier.linear() && s.compiled[0].fast_common_ipv4) {
     switch (s.compiled[0].key_mode) {
       case KeyMode::five_tuple:
         return burst<true, KeyMode::five_tuple>(run, frames, m, port, now_ns, counters, verdicts, cl);

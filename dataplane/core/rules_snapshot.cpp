@@ -297,8 +297,7 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     }
   }
   const ActionKind default_kind = snap->rules.default_action.kind;
-  snap->fast_common_ipv4 =
-      snap->fast_common_ipv4 && snap->classifier.linear() && !snap->any_burstable;
+  snap->fast_common_ipv4 = snap->fast_common_ipv4 && !snap->any_burstable;
   snap->rules_free_default =
       rs.empty() && (default_kind == ActionKind::pass || default_kind == ActionKind::drop);
   return snap;

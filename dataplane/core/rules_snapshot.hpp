@@ -146,7 +146,7 @@ struct RulesSnapshot {
   // No rule, and a default action that reads no field (pass, drop): process_burst needs no
   // parse beyond well-formedness.
   bool rules_free_default = false;
-  // A linear classifier, no burstable rule, and a rule with fast_common_ipv4: process_burst
+  // No burstable rule, and a rule with fast_common_ipv4: process_burst
   // takes the common-IPv4 burst (pipeline_fast_v4.cpp).
   bool fast_common_ipv4 = false;
   uint32_t default_slot = 0;

@@ -2,12 +2,15 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 
 #include "classifier.hpp"
 #include "frame.hpp"
+#include "frame_fast_v4.hpp"
 #include "linear_classifier.hpp"
 #include "packet_builder.hpp"
 #include "random_rules.hpp"
@@ -163,8 +166,24 @@ rules:
 
 namespace {
 
+// The fields frame_fast_v4.hpp reads of a frame whose match word is a common IPv4 frame's.
+std::optional<Ipv4Fields> common_ipv4_fields(const ParsedFrame& pf) {
+  if (pf.ip_version != 4 || (pf.proto != 6 && pf.proto != 17)) return std::nullopt;
+  Ipv4Fields f;
+  f.proto = pf.proto;
+  f.dscp = pf.dscp;
+  uint8_t addrs[8];
+  std::memcpy(addrs, pf.src.data(), 4);
+  std::memcpy(addrs + 4, pf.dst.data(), 4);
+  std::memcpy(&f.addrs, addrs, 8);
+  f.ports = uint32_t(pf.src_port) | uint32_t(pf.dst_port) << 16;
+  if (match_word_of(f) != pf.match_word) return std::nullopt;  // tagged, portless, ...
+  return f;
+}
+
 // The match-table classifier against the linear walk it replaced, frame by frame.
-size_t expect_same_as_linear(const std::vector<Rule>& rules, RandomRules& gen, size_t frames) {
+size_t expect_same_as_linear(const std::vector<Rule>& rules, RandomRules& gen, size_t frames,
+                             size_t* common_frames) {
   const Classifier c(rules);
   const LinearClassifier linear(rules);
   size_t matched = 0;
@@ -176,6 +195,12 @@ size_t expect_same_as_linear(const std::vector<Rule>& rules, RandomRules& gen, s
         << rules.size() << " rules, frame " << f << ": version " << int(pf.ip_version)
         << " proto " << int(pf.proto) << " ports " << pf.has_ports << " vlan "
         << int(pf.vlan_count) << "/" << pf.outer_vlan << " dscp " << int(pf.dscp);
+    // A frame the common-IPv4 burst takes is classified from its fields alone, the same way.
+    if (const auto fields = common_ipv4_fields(pf)) {
+      ++*common_frames;
+      EXPECT_EQ(c.classify_common_ipv4(*fields, port), want)
+          << rules.size() << " rules, common IPv4 frame " << f;
+    }
     if (want >= 0) ++matched;
     if (::testing::Test::HasFailure()) break;
   }
@@ -196,29 +221,32 @@ Rule src_rule(uint32_t addr, uint8_t len) {
 
 // Sizes around the one-word fast path (64) and the summary words (64 words = 4096 rules).
 TEST(Classifier, AgreesWithTheLinearWalkOnRandomRuleSets) {
-  size_t matched = 0, frames = 0;
+  size_t matched = 0, frames = 0, common = 0;
   for (uint64_t seed = 1; seed <= 36; ++seed) {
     RandomRules gen(seed * 7919);
     const size_t n = std::array<size_t, 9>{0, 1, 3, 20, 63, 64, 65, 129, 700}[seed % 9];
     std::vector<Rule> rules = gen.rules(n, 0.1 + 0.1 * double(seed % 5));
-    matched += expect_same_as_linear(rules, gen, 3000);
+    matched += expect_same_as_linear(rules, gen, 3000, &common);
     frames += 3000;
     if (HasFailure()) return;
   }
   EXPECT_GT(matched, frames / 10);
   EXPECT_LT(matched, frames);
+  EXPECT_GT(common, frames / 20);  // the common-IPv4 comparison ran
 }
 
 TEST(Classifier, AgreesWithTheLinearWalkOnTenThousandRules) {
+  size_t common = 0;
   for (double p : {0.05, 0.3, 0.6}) {
     RandomRules gen(uint64_t(p * 1000));
     std::vector<Rule> rules = gen.rules(10'000, p);
-    EXPECT_GT(expect_same_as_linear(rules, gen, 1500), 0u);
+    EXPECT_GT(expect_same_as_linear(rules, gen, 1500, &common), 0u);
     if (HasFailure()) return;
   }
   // More than 64 * 64 rules: two summary words and beyond.
   RandomRules gen(4097);
-  EXPECT_GT(expect_same_as_linear(gen.rules(4097 + 64, 0.2), gen, 2000), 0u);
+  EXPECT_GT(expect_same_as_linear(gen.rules(4097 + 64, 0.2), gen, 2000, &common), 0u);
+  EXPECT_GT(common, 100u);
 }
 
 // The benchmark's shape: thousands of /32 source rules that miss, the match last in the file.

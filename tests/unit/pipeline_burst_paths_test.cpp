@@ -303,3 +303,45 @@ rules:
 )");
   }
 }
+
+TEST(PipelineBurstPaths, KeyedRulesAmongAHundredMatchOneByOne) {
+  // Above Classifier::kLinearRules the common-IPv4 burst classifies by the match tables: the
+  // several-rules set spread among 96 rules that take no frame of the trace (prefixes, port
+  // ranges, protocol and DSCP), plus two filler-shaped rules that do, so frames of a burst go
+  // to rules far apart in the file and more rules than the burst's shares (8) meet in one.
+  std::string yaml = "default: {action: \"mark-dscp:CS1\"}\nrules:\n";
+  const char* real[] = {
+      R"(  - {name: tcp-bytes, match: {proto: tcp, src: 10.0.0.0/16}, key: src-dst, rate: 200kbit,
+     burst: 3000, overhead: 24, algorithm: token-bucket, action: "mark-dscp:AF11"}
+)",
+      R"(  - {name: dns, match: {proto: udp, dst-port: 53}, key: 5-tuple, rate: 100pps, burst: 2,
+     algorithm: token-bucket, action: drop}
+)",
+      R"(  - {name: meter, match: {proto: udp, src-port: 1000-1001}, key: dst-ip, rate: 100kbit,
+     burst: 2000, excess-burst: 2000, algorithm: srtcm,
+     actions: {green: pass, yellow: "mark-dscp:AF13", red: drop}}
+)",
+      R"(  - {name: pass-rule, match: {proto: udp}, key: src-ip, rate: 50pps, burst: 2,
+     algorithm: token-bucket, action: pass}
+)"};
+  size_t next_real = 0;
+  for (int i = 0; i < 100; ++i) {
+    if (i % 25 == 24 && next_real < 4) {
+      yaml += real[next_real++];
+      continue;
+    }
+    std::string match;
+    switch (i % 5) {
+      case 0: match = "src: 10." + std::to_string(100 + i) + ".0.0/16"; break;
+      case 1: match = "dst-port: " + std::to_string(40000 + i) + "-" + std::to_string(40100 + i); break;
+      case 2: match = "proto: tcp, dscp: " + std::to_string(i % 64) + ", dst: 198.51.100.0/24"; break;
+      // Frames of the trace, on one source each: 10.0.<flow % 5>.<flow>.
+      case 3: match = "src: 10.0." + std::to_string(i % 5) + "." + std::to_string(i % 40) + "/32"; break;
+      default: match = "dst: 192.0.2." + std::to_string(i % 7) + "/32, proto: udp"; break;
+    }
+    yaml += "  - {name: r" + std::to_string(i) + ", match: {" + match +
+            "}, key: 5-tuple, rate: " + std::to_string(50 + i) +
+            "pps, burst: 2, algorithm: token-bucket, action: drop, max-flows: 64}\n";
+  }
+  expect_keyed_same_as_one_by_one(yaml);
+}
