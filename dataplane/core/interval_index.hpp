@@ -3,9 +3,10 @@
 // field into one: nested prefixes become the disjoint intervals between their boundaries, so a
 // longest-prefix match is "the last interval starting at or below the key".
 //
-// The search is a direct index on the key's top bits (about one bucket per interval, at most
-// 2^16 buckets), then a binary search inside the bucket: a table of n intervals costs ~4n
-// bytes of index, and a lookup reads the bucket and, for most keys, one or two starts.
+// The search is a direct index on the key's top bits (about one bucket per interval, more if
+// the intervals cluster, at most 2^16 buckets), then a binary search inside the bucket: a
+// table of n intervals costs ~4n bytes of index (at most 256 KiB), and a lookup reads the
+// bucket and, for most keys, one or two starts.
 #pragma once
 
 #include <algorithm>
@@ -30,6 +31,11 @@ class IntervalIndex {
     if (starts_.empty()) starts_.push_back(0), values_.push_back(0);
     unsigned bits = 1;
     while (bits < 16 && bits < kKeyBits && (size_t{1} << bits) < starts_.size()) ++bits;
+    // Clustered intervals (a hundred /24s inside one /16, neighbouring port ranges) would fill
+    // one bucket and leave the others empty, and every key near them would take the halving:
+    // more buckets, up to 2^16, until none starts more than a few intervals.
+    while (bits < 16 && bits < kKeyBits && most_starts_in_a_bucket(bits) > kCrowdedBucket)
+      ++bits;
     shift_ = kKeyBits - bits;
     const size_t nbuckets = size_t{1} << bits;
     buckets_.assign(nbuckets + 1, 0);
@@ -41,6 +47,9 @@ class IntervalIndex {
     }
     buckets_[nbuckets] = uint32_t(starts_.size() - 1);
   }
+
+  // A bucket starting more intervals than this is split further, if the key has bits left.
+  static constexpr size_t kCrowdedBucket = 4;
 
   uint32_t lookup(Key key) const {
     const size_t j = size_t(key >> shift_);
@@ -66,6 +75,17 @@ class IntervalIndex {
   }
 
  private:
+  // With 2^bits buckets, the most interval starts one bucket holds (starts_ is sorted).
+  size_t most_starts_in_a_bucket(unsigned bits) const {
+    const unsigned shift = kKeyBits - bits;
+    size_t most = 1, run = 1;
+    for (size_t i = 1; i < starts_.size(); ++i) {
+      run = (starts_[i] >> shift) == (starts_[i - 1] >> shift) ? run + 1 : 1;
+      most = std::max(most, run);
+    }
+    return most;
+  }
+
   std::vector<Key> starts_;
   std::vector<uint32_t> values_;
   std::vector<uint32_t> buckets_;
