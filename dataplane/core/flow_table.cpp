@@ -196,6 +196,14 @@ FlowTable::Totals FlowTable::totals() {
           g_reserved.load(std::memory_order_relaxed)};
 }
 
+std::string FlowTable::totals_line() {
+  const Totals t = totals();
+  if (t.tables == 0) return {};
+  return "flow tables: " + std::to_string(t.reserved_bytes >> 20) + " MB for " +
+         std::to_string(t.capacity_flows) + " flows (" + std::to_string(t.tables) +
+         " tables; reserved, backed as flows arrive)";
+}
+
 const std::atomic<uint64_t>* FlowTable::find(uint64_t hash) const {
   const uint64_t fp = fp_bits(hash);
   const size_t first = set_of(hash), second = second_set_of(hash);

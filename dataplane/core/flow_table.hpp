@@ -64,6 +64,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "result.hpp"
 #include "sanitizers.hpp"
@@ -189,6 +190,9 @@ class FlowTable {
     uint64_t reserved_bytes = 0;
   };
   static Totals totals();
+  // totals() for the operator, once at start: "flow tables: N MB for M flows (T tables;
+  // reserved, backed as flows arrive)"; empty with no table.
+  static std::string totals_line();
   // Tables at least this big are asked for transparent huge pages.
   static constexpr size_t kHugePageTableBytes = size_t{16} << 20;
   unsigned state_words() const { return state_words_; }

@@ -10,6 +10,7 @@
 
 #include "control_server.hpp"
 #include "counters_json.hpp"
+#include "flow_table.hpp"
 #include "dataplane.hpp"
 #include "eal.hpp"
 #include "live_rules_target.hpp"
@@ -121,6 +122,8 @@ Status run_live(const LiveOptions& opts) {
   // The rules first: a bad file is reported before EAL takes memory and devices.
   auto pipeline = make_pipeline(opts);
   if (!pipeline) return pipeline.error();
+  if (const std::string tables = FlowTable::totals_line(); !tables.empty())
+    live_log("%s", tables.c_str());
   // --report is written at the end: refuse now (a usage error) what it must never replace.
   if (!opts.report_path.empty()) {
     if (Status s = check_outputs({{"--config", opts.config_path}}, {{"--report", opts.report_path}});

@@ -155,10 +155,8 @@ Result<ReplaySummary> run_replay(const ReplayOptions& opts) {
     return s.error();
   auto inputs = open_inputs(opts);
   if (!inputs) return inputs.error();
-  if (const FlowTable::Totals t = FlowTable::totals(); t.tables)
-    std::fprintf(stderr, "sluiced: flow tables: %llu MB for %llu flows (%llu tables; reserved, "
-                 "backed as flows arrive)\n", (unsigned long long)(t.reserved_bytes >> 20),
-                 (unsigned long long)t.capacity_flows, (unsigned long long)t.tables);
+  if (const std::string tables = FlowTable::totals_line(); !tables.empty())
+    std::fprintf(stderr, "sluiced: %s\n", tables.c_str());
 
   auto out_file = OutputFile::open(opts.out_path);
   if (!out_file) return out_file.error();

@@ -266,6 +266,10 @@ rules:
       << live.err();
   live.signal(SIGINT);
   ASSERT_EQ(live.wait_exit(30s), 0) << live.err();
+  // The keyed rule's table (default capacity), reported at start as replay reports it.
+  const std::string tables = "sluiced: flow tables: 2 MB for 65536 flows (1 tables; reserved, "
+                             "backed as flows arrive)\n";
+  EXPECT_NE(live.err().find(tables), std::string::npos) << live.err();
 
   const Json replay = load("replay.json"), got = load("live.json");
   auto same = [](const Json& a, const Json& b) {
