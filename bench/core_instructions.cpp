@@ -59,7 +59,7 @@ std::string tb_after(size_t n) {
   for (size_t i = 0; i + 1 < n; ++i)
     text += "  - {name: r" + std::to_string(i) + ", match: {src: 11." + std::to_string(i >> 8) +
             "." + std::to_string(i & 255) +
-            ".0/24}, key: src-ip, rate: 1Mpps, burst: 1000, algorithm: token-bucket, "
+            ".0/24}, key: 5-tuple, rate: 1Mpps, burst: 1000, algorithm: token-bucket, "
             "action: drop, max-flows: 64}\n";
   text += "  - {name: per-flow, match: {proto: udp}, key: 5-tuple, rate: 1Mpps, burst: 1000,\n"
           "     algorithm: token-bucket, action: drop}\n";

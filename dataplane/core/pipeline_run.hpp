@@ -248,5 +248,10 @@ struct Run {
 void burst_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
                        uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
                        Classified* cl);
+// burst_common_ipv4 of a snapshot with uniform_token_bucket_key set
+// (pipeline_fast_v4_uniform.cpp).
+void burst_uniform_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m,
+                               uint16_t port, uint64_t now_ns, WorkerCounters& counters,
+                               Verdict* verdicts, Classified* cl);
 
 }  // namespace sluice::pipeline_run

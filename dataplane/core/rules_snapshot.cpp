@@ -298,6 +298,16 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
   }
   const ActionKind default_kind = snap->rules.default_action.kind;
   snap->fast_common_ipv4 = snap->fast_common_ipv4 && !snap->any_burstable;
+  if (snap->fast_common_ipv4) {
+    std::optional<KeyMode> uniform;
+    bool alike = true;
+    for (const CompiledRule& cr : snap->compiled) {
+      if (!cr.fast_common_ipv4) continue;
+      if (cr.fast_srtcm || (uniform && *uniform != cr.key_mode)) alike = false;
+      uniform = cr.key_mode;
+    }
+    if (alike && uniform) snap->uniform_token_bucket_key = *uniform;
+  }
   snap->rules_free_default =
       rs.empty() && (default_kind == ActionKind::pass || default_kind == ActionKind::drop);
   return snap;

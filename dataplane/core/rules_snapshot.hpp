@@ -149,6 +149,9 @@ struct RulesSnapshot {
   // No burstable rule, and a rule with fast_common_ipv4: process_burst
   // takes the common-IPv4 burst (pipeline_fast_v4.cpp).
   bool fast_common_ipv4 = false;
+  // Every fast_common_ipv4 rule is a token bucket keyed by this one mode (none: not so, or no
+  // such rule): the burst's loops then need no per-rule key or algorithm dispatch.
+  KeyMode uniform_token_bucket_key = KeyMode::none;
   uint32_t default_slot = 0;
   uint32_t counter_slots = 0;  // counters a worker needs: every slot below this
   // What a worker adopting this snapshot does to its counters (Pipeline::enter()).

@@ -345,3 +345,30 @@ TEST(PipelineBurstPaths, KeyedRulesAmongAHundredMatchOneByOne) {
   }
   expect_keyed_same_as_one_by_one(yaml);
 }
+
+TEST(PipelineBurstPaths, KeyedTokenBucketsAllKeyedAlikeAmongAHundredMatchOneByOne) {
+  // Every fast rule a token bucket of one key mode (RulesSnapshot::uniform_token_bucket_key):
+  // the loops specialised on it. Packet and byte rates, a marking rule, and a gcra rule
+  // (not a fast rule: the general stages, in its place in the burst) among them.
+  for (const char* key : {"5-tuple", "src-ip", "dst-prefix/28"}) {
+    SCOPED_TRACE(key);
+    std::string yaml = "default: {action: pass}\nrules:\n";
+    for (int i = 0; i < 100; ++i) {
+      std::string match;
+      switch (i % 4) {
+        case 0: match = "src: 10." + std::to_string(100 + i) + ".0.0/16"; break;
+        case 1: match = "src: 10.0." + std::to_string(i % 5) + "." + std::to_string(i % 40) + "/32"; break;
+        case 2: match = "dst: 192.0.2." + std::to_string(i % 7) + "/32, proto: udp"; break;
+        default: match = "proto: tcp, dst-port: " + std::to_string(i % 3 == 0 ? 80 : 9000 + i); break;
+      }
+      std::string limit = i % 3 == 0 ? "rate: " + std::to_string(20 + i) + "kbit, burst: 1500"
+                                      : "rate: " + std::to_string(50 + i) + "pps, burst: 2";
+      const std::string algorithm = i == 37 ? "gcra" : "token-bucket";
+      const std::string action = i % 10 == 5 ? "\"mark-dscp:AF11\"" : "drop";
+      yaml += "  - {name: r" + std::to_string(i) + ", match: {" + match + "}, key: " + key +
+              ", " + limit + ", algorithm: " + algorithm + ", action: " + action +
+              ", max-flows: 64}\n";
+    }
+    expect_keyed_same_as_one_by_one(yaml);
+  }
+}

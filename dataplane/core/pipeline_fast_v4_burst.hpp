@@ -1,0 +1,325 @@
+// The common-IPv4 burst's loops (pipeline_fast_v4.cpp says what they do), as a template the
+// two files that instantiate it include: pipeline_fast_v4.cpp (one rule, any rules) and
+// pipeline_fast_v4_uniform.cpp (rules alike). Apart, so that the instantiations of one file do
+// not change how GCC inlines the other's (six more in one file cost the one-rule meter loop
+// ~9 instructions a packet).
+#pragma once
+
+#include <algorithm>
+
+#include "frame_fast_v4.hpp"
+#include "pipeline_run.hpp"
+
+namespace sluice::pipeline_run {
+namespace fast_v4 {
+namespace {
+
+
+// What the first pass learns of a frame, for the second.
+struct Pass1 {
+  uint64_t hash;                // fast rules: the flow's hash
+  std::atomic<uint64_t>* line;  // and its first set's line, already being fetched
+  uint32_t len;                 // wire length
+  int32_t rule;  // >= 0: a fast rule; kDefault: no rule, a pass/drop default; kGeneral
+};
+constexpr int32_t kDefault = -1;
+constexpr int32_t kGeneral = -2;
+
+// A fast rule's share of the burst: its token bucket's word-free parts (bucket_math.h
+// sl_tb_decide_at) and what it counts.
+struct RuleBurst {
+  sl_tb_at at{};
+  uint64_t packets = 0, bytes = 0;  // matched, conformed and passed
+  int32_t rule = -1;                // whose share (kOne: always the one rule's)
+};
+
+// Any number of rules: a burst's shares in a few entries by rule index, an entry handed to
+// another rule only after its counts are added to the counters. Up to kLinearRules rules
+// (a linear classifier) each has its own entry; with thousands, a burst meets a few.
+constexpr size_t kShares = 8;
+static_assert(Classifier::kLinearRules <= kShares);
+
+void count_share(const RulesSnapshot& s, const RuleBurst& b, WorkerCounters& counters) {
+  if (b.packets == 0) return;
+  const CompiledRule& cr = s.compiled[size_t(b.rule)];
+  TrafficCounters& c = counters.rule(cr.counter_slot);
+  for (Outcome o : {Outcome::matched, Outcome::conformed, Outcome::passed}) {
+    c.packets[size_t(o)] += b.packets;
+    c.bytes[size_t(o)] += b.bytes;
+  }
+  if (cr.fast_srtcm) {  // green too
+    c.packets[size_t(Outcome::green)] += b.packets;
+    c.bytes[size_t(Outcome::green)] += b.bytes;
+  }
+}
+
+// Rule r's entry, its token-bucket parts worked out for now_ns when it is taken.
+[[gnu::always_inline]] inline RuleBurst& share_of(RuleBurst* shares, const RulesSnapshot& s,
+                                                  size_t r, uint64_t now_ns,
+                                                  WorkerCounters& counters) {
+  RuleBurst& b = shares[r % kShares];
+  if (b.rule == int32_t(r)) [[likely]] return b;
+  if (b.rule >= 0) count_share(s, b, counters);
+  b = RuleBurst{};
+  b.rule = int32_t(r);
+  const CompiledRule& cr = s.compiled[r];
+  if (!cr.fast_srtcm) {
+    sl_tb_at_time(&cr.p.rate, now_ns, &b.at);
+    sl_tb_at_cost(&cr.p.rate, 1, &b.at);
+  }
+  return b;
+}
+
+template <KeyMode mode>
+[[gnu::always_inline]] inline uint64_t common_ipv4_hash_of(const FlowHashKeys& keys,
+                                                           uint8_t prefix_len,
+                                                           const Ipv4Fields& f) {
+  return hash_flow_key(flow_key_v4<mode>(4, f.src(), f.dst(), f.proto, f.ports, prefix_len), keys);
+}
+template <KeyMode mode>
+[[gnu::always_inline]] inline uint64_t common_ipv4_hash_of(const CompiledRule& cr,
+                                                           const Ipv4Fields& f) {
+  return common_ipv4_hash_of<mode>(cr.hash_keys, cr.key_prefix_len, f);
+}
+
+[[gnu::always_inline]] inline uint64_t common_ipv4_hash(const CompiledRule& cr,
+                                                        const Ipv4Fields& f) {
+  switch (cr.key_mode) {
+    case KeyMode::five_tuple: return common_ipv4_hash_of<KeyMode::five_tuple>(cr, f);
+    case KeyMode::src_ip: return common_ipv4_hash_of<KeyMode::src_ip>(cr, f);
+    case KeyMode::dst_ip: return common_ipv4_hash_of<KeyMode::dst_ip>(cr, f);
+    case KeyMode::src_dst: return common_ipv4_hash_of<KeyMode::src_dst>(cr, f);
+    case KeyMode::src_prefix: return common_ipv4_hash_of<KeyMode::src_prefix>(cr, f);
+    case KeyMode::dst_prefix: return common_ipv4_hash_of<KeyMode::dst_prefix>(cr, f);
+    case KeyMode::none: break;
+  }
+  return common_ipv4_hash_of<KeyMode::none>(cr, f);
+}
+
+// A packet of a fast rule that its bucket refused or that found no flow slot: counted and
+// acted on as finish() does, with the frame parsed whole for the action (a DSCP mark).
+[[gnu::noinline]] Verdict refused(const Run& run, const CompiledRule& cr, bool no_slot,
+                                  const Pipeline::Frame& frame, uint64_t now_ns,
+                                  WorkerCounters& counters) {
+  ParsedFrame pf;
+  parse_frame_into(frame.data, frame.len, frame.wire_len, pf);
+  TrafficCounters& c = counters.rule(cr.counter_slot);
+  c.add(Outcome::matched, pf.frame_len);
+  c.add(Outcome::exceeded, pf.frame_len);
+  const Rule& r = *cr.rule;
+  return run.act(no_slot ? r.overflow.value_or(r.action) : r.action, c, frame.data, pf, now_ns);
+}
+
+// A packet of a fast srtcm rule that is not green, or whose green action is not pass:
+// counted and acted on as Run::meter does.
+[[gnu::noinline]] Verdict coloured(const Run& run, const CompiledRule& cr, sl_colour colour,
+                                   const Pipeline::Frame& frame, uint64_t now_ns,
+                                   WorkerCounters& counters) {
+  ParsedFrame pf;
+  parse_frame_into(frame.data, frame.len, frame.wire_len, pf);
+  TrafficCounters& c = counters.rule(cr.counter_slot);
+  c.add(Outcome::matched, pf.frame_len);
+  return run.coloured(cr, colour, c, frame.data, pf, now_ns);
+}
+
+// A packet the first pass classified the general way: finished as process_burst does, out
+// of line (finish() inlined would take registers from the common path's loop).
+[[gnu::noinline]] Verdict general(const Run& run, const Pipeline::Frame& frame,
+                                  const Classified& c, uint64_t now_ns, WorkerCounters& counters) {
+  return run.finish(frame.data, c, now_ns, counters);
+}
+
+// The burst. kOne: the snapshot's only rule is a fast rule keyed by kMode, so the loops know
+// its rule, its key and its counters without looking; otherwise any rules, of the linear walk
+// or of match tables: kUniform, every fast rule a token bucket keyed by kMode
+// (RulesSnapshot::uniform_token_bucket_key), else each keyed by its own mode (kMode unused).
+template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false>
+void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
+           uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts, Classified* cl) {
+  const RulesSnapshot& s = run.s;
+  const ActionKind default_kind = s.rules.default_action.kind;
+  const bool default_fast = default_kind == ActionKind::pass || default_kind == ActionKind::drop;
+  std::array<RuleBurst, kOne ? 1 : kShares> rb{};
+  uint32_t tick = 0;
+  if constexpr (kOne) {
+    const CompiledRule& cr = s.compiled[0];
+    tick = cr.flows->tick_of(now_ns);
+    rb[0].rule = 0;
+    if (!cr.fast_srtcm) {
+      sl_tb_at_time(&cr.p.rate, now_ns, &rb[0].at);
+      sl_tb_at_cost(&cr.p.rate, 1, &rb[0].at);
+    }
+  }
+
+  // kOne: the rule's fields in locals, read once (a call in the loops, or the flow table's
+  // acquire loads, would have them read again for every packet), and its match with its
+  // constant part worked out.
+  const CompiledRule& one = s.compiled[0];
+  FlowTable* const one_flows = kOne ? one.flows : nullptr;
+  const Sharing one_sharing = kOne ? one.sharing : Sharing::shared;
+  const bool one_by_packets = kOne && one.cost_in_packets;
+  // Its table's bucket words per flow, as rules_snapshot.cpp makes them: a meter's two, a
+  // token bucket's one (0: any rule, read from the table).
+  constexpr unsigned kOneWords = kOne ? (kMeter ? 2 : 1) : kUniform ? 1 : 0;
+  const FlowHashKeys one_keys = kOne ? one.hash_keys : FlowHashKeys{};
+  const uint8_t one_prefix_len = kOne ? one.key_prefix_len : 0;
+  const Classifier::CommonIpv4Rule one_match =
+      kOne ? s.classifier.common_ipv4_rule(0, port) : Classifier::CommonIpv4Rule{};
+
+  Pass1 p1[Pipeline::kMaxBurst];
+  // The frames for the general stages take the scratch entries in order, so the loops carry
+  // no pointer into `cl` for the common frames.
+  size_t general_seen = 0, general_done = 0;
+  for (size_t i = 0; i < m; ++i) {
+    const Pipeline::Frame& fr = frames[i];
+    const uint32_t len = std::max(fr.len, fr.wire_len);
+    p1[i].len = len;
+    Ipv4Fields f;
+    if (parse_common_ipv4_fields(fr.data, fr.len, len, f)) [[likely]] {
+      const int r = kOne ? (Classifier::common_ipv4_matches(one_match, f) ? 0 : -1)
+                         : s.classifier.classify_common_ipv4(f, port);
+      if (r >= 0) {
+        const CompiledRule& cr = kOne ? one : s.compiled[size_t(r)];
+        if (kOne || cr.fast_common_ipv4) [[likely]] {
+          p1[i].rule = int32_t(r);
+          const uint64_t hash =
+              kOne       ? common_ipv4_hash_of<kMode>(one_keys, one_prefix_len, f)
+              : kUniform ? common_ipv4_hash_of<kMode>(cr, f)
+                         : common_ipv4_hash(cr, f);
+          p1[i].hash = hash;
+          FlowTable* const flows = kOne ? one_flows : cr.flows;
+          p1[i].line = flows->first_line(hash);
+          flows->prefetch_line<kOneWords>(p1[i].line);
+          continue;
+        }
+      } else if (default_fast) {
+        p1[i].rule = kDefault;
+        continue;
+      }
+    }
+    p1[i].rule = kGeneral;
+    run.classify(fr.data, fr.len, fr.wire_len, port, cl[general_seen++]);
+  }
+
+  uint64_t default_packets = 0, default_bytes = 0;
+  const Verdict pass{Verdict::Kind::forward, now_ns};
+  const Verdict by_default{default_kind == ActionKind::drop ? Verdict::Kind::drop
+                                                            : Verdict::Kind::forward,
+                           now_ns};
+  uint64_t one_packets = 0, one_bytes = 0;
+  // A new flow's state words (the lookup's slow path takes this by reference): kOne's made
+  // once per burst, not once per packet.
+  const auto init_one = [&one, now_ns](std::atomic<uint64_t>* st) { one.init_state(st, now_ns); };
+  for (size_t i = 0; i < m; ++i) {
+    const int r = p1[i].rule;
+    if (r >= 0) [[likely]] {
+      const size_t ri = kOne ? 0 : size_t(r);
+      const CompiledRule& cr = kOne ? one : s.compiled[ri];
+      RuleBurst& b = kOne ? rb[0] : share_of(rb.data(), s, ri, now_ns, counters);
+      const uint32_t len = p1[i].len;
+      FlowTable* const flows = kOne ? one_flows : cr.flows;
+      const uint32_t rule_tick = kOne ? tick : flows->tick_of(now_ns);
+      std::atomic<uint64_t>* w;
+      if constexpr (kOne) {
+        w = flows->find_or_insert_line<kOneWords>(p1[i].line, p1[i].hash, rule_tick, init_one)
+                .state;
+      } else {
+        w = flows
+                ->template find_or_insert_line<kOneWords>(
+                    p1[i].line, p1[i].hash, rule_tick,
+                    [&](std::atomic<uint64_t>* st) { cr.init_state(st, now_ns); })
+                .state;
+      }
+      if ((kOne ? kMeter : !kUniform && cr.fast_srtcm) && w != nullptr) {
+        MeterWord& word = *reinterpret_cast<MeterWord*>(w);
+        const Sharing sharing = kOne ? one_sharing : cr.sharing;
+        sl_colour colour;
+        if (sharing == Sharing::single_writer) [[likely]] {
+          // As the token bucket below: update_meter's plain stores, without its test.
+          const MeterWord cur = detail::meter_read(word);
+          const sl_meter_state st{cur.e0, cur.e1};
+          sl_meter_state next{};
+          colour = sl_srtcm_decide(&cr.p.meter, &st, now_ns, cr.cost(len), &next);
+          __atomic_store_n(&word.e0, next.e0, __ATOMIC_RELAXED);
+          __atomic_store_n(&word.e1, next.e1, __ATOMIC_RELAXED);
+        } else {
+          colour = srtcm_charge(cr.p.meter, word, now_ns, cr.cost(len), sharing);
+        }
+        if (colour == SL_GREEN && cr.green_passes) [[likely]] {
+          if constexpr (kOne) {
+            ++one_packets;
+            one_bytes += len;
+          } else {
+            ++b.packets;
+            b.bytes += len;
+          }
+          verdicts[i] = pass;
+          continue;
+        }
+        verdicts[i] = coloured(run, cr, colour, frames[i], now_ns, counters);
+        continue;
+      }
+      if (w != nullptr) [[likely]] {
+        const sl_tb_at* at = &b.at;
+        sl_tb_at by_bytes;
+        if (!(kOne ? one_by_packets : cr.cost_in_packets)) {
+          by_bytes = b.at;
+          sl_tb_at_cost(&cr.p.rate, cr.cost(len), &by_bytes);
+          at = &by_bytes;
+        }
+        const Sharing sharing = kOne ? one_sharing : cr.sharing;
+        bool ok;
+        // One worker (and replay) is the single writer; with more, their compare-and-swap
+        // costs far more than this branch.
+        if (sharing == Sharing::single_writer) [[likely]] {
+          // update_word's plain store, without its test for an unchanged word (a refusal):
+          // no other thread writes this one, and the conforming packet goes straight on.
+          uint64_t next;
+          ok = sl_tb_decide_at(at, w->load(std::memory_order_relaxed), &next) != 0;
+          w->store(next, std::memory_order_relaxed);
+        } else {
+          ok = detail::update_word(*w, sharing, [&](uint64_t cur, uint64_t* next) {
+            return sl_tb_decide_at(at, cur, next) != 0;
+          });
+        }
+        if (ok) [[likely]] {
+          if constexpr (kOne) {
+            ++one_packets;
+            one_bytes += len;
+          } else {
+            ++b.packets;
+            b.bytes += len;
+          }
+          verdicts[i] = pass;
+          continue;
+        }
+      }
+      verdicts[i] = refused(run, cr, w == nullptr, frames[i], now_ns, counters);
+    } else if (r == kDefault) {
+      ++default_packets;
+      default_bytes += p1[i].len;
+      verdicts[i] = by_default;
+    } else {
+      verdicts[i] = general(run, frames[i], cl[general_done++], now_ns, counters);
+    }
+  }
+  if constexpr (kOne) {
+    rb[0].packets = one_packets;
+    rb[0].bytes = one_bytes;
+  }
+
+  for (const RuleBurst& b : rb)
+    if (b.rule >= 0) count_share(s, b, counters);
+  if (default_packets != 0) {
+    TrafficCounters& d = counters.default_rule();
+    const Outcome taken = default_kind == ActionKind::drop ? Outcome::dropped : Outcome::passed;
+    for (Outcome o : {Outcome::matched, taken}) {
+      d.packets[size_t(o)] += default_packets;
+      d.bytes[size_t(o)] += default_bytes;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fast_v4
+}  // namespace sluice::pipeline_run
