@@ -99,13 +99,10 @@ int sluice_xdp(struct xdp_md *ctx) {
   __u64 now_ns;
   int rule = -1, ok;
   if (!cfg) return XDP_PASS;
-  /* The bank first, then the clock: a packet that sees a new rule set reads a time no earlier
-   * than the loader's switch (bucket conversions are stamped with that time). */
   bank = *(volatile __u32 *)&cfg->active_bank & (SL_XDP_BANKS - 1);
   bk = bpf_map_lookup_elem(&sl_banks, &bank);
   if (!bk) return XDP_PASS;
   base = bank * SL_XDP_MAX_RULES;
-  now_ns = sl_test_clock ? cfg->test_now_ns : bpf_ktime_get_ns();
   f.len = (__u32)(ctx->data_end - ctx->data);
   ok = sl_parse(ctx, &f) == 0;
   if (!ok) { /* start from a clean frame so nothing classifies on half-parsed fields */
@@ -131,6 +128,11 @@ int sluice_xdp(struct xdp_md *ctx) {
   if (!top) return XDP_PASS;
   cnt = sl_counters_of(top->state); /* counters belong to the rule's state slot */
   sl_add(cnt, SL_OUTCOME_MATCHED, f.len);
+  /* The clock only for a packet that charges a bucket (the default action needs none), read
+   * after the bank: a packet that sees a new rule set reads a time no earlier than the
+   * loader's switch (bucket conversions are stamped with that time); and before the flow
+   * table's lines are asked for, since the clock read waits for loads in flight. */
+  now_ns = sl_test_clock ? cfg->test_now_ns : bpf_ktime_get_ns();
   /* Charge the rule, then each parent; a refusal anywhere gives back what was taken below
    * it, so a refused packet charges nothing. A meter decides and acts where it stands. */
   for (int level = 0; level < SL_XDP_MAX_CHAIN; ++level) {
@@ -141,10 +143,11 @@ int sluice_xdp(struct xdp_md *ctx) {
     /* chain[0] is the rule itself: a lone rule's packet reads no line of its entry but the
      * first (sluice_abi.h) */
     at = level == 0 ? slot : base + ((__u32)top->chain[level] & (SL_XDP_MAX_RULES - 1));
-    r = bpf_map_lookup_elem(&sl_rules, &at);
-    if (!r) break;
     res = sl_charge(&f, at, now_ns);
     if (res == SL_CHARGE_CONFORMED) continue;
+    /* only a packet that does not conform reads the level's actions */
+    r = bpf_map_lookup_elem(&sl_rules, &at);
+    if (!r) break;
     if (res >= SL_CHARGE_GREEN) {
       int colour = res - SL_CHARGE_GREEN;
       sl_add(cnt, colour == SL_GREEN    ? SL_OUTCOME_GREEN

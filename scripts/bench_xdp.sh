@@ -5,8 +5,9 @@
 #
 # 1. ns/packet through BPF_PROG_TEST_RUN (bench/xdp/sluice-bench-xdp; see its header for the
 #    method) at each flow count, side by side in one run: a bare XDP_PASS program, a naive
-#    hash-map token bucket (one lookup, bpf_ktime_get_ns, no atomics), sluice with no rules
-#    and sluice with a per-source token bucket.
+#    hash-map token bucket (one lookup, bpf_ktime_get_ns, no atomics), the memory floor of a
+#    per-flow array as large as sluice's flow table (array_probe.bpf.c: one lookup, one line,
+#    no clock), sluice with no rules and sluice with a per-source token bucket.
 # 2. Live: frames/s that reach the XDP program on the receiving end of a veth pair between two
 #    namespaces this script creates (tests/integration/lib.sh), from tools/sluice-sender (as
 #    fast as it can, 1000 flows, 64-byte frames) for S seconds: a bare counting XDP_DROP

@@ -1,9 +1,11 @@
 // sluice-bench-xdp: ns per packet through BPF_PROG_TEST_RUN of sluice's XDP program beside a
-// bare XDP_PASS program and a naive hash-map token bucket (bench/xdp/*.bpf.c), in one run, at
+// bare XDP_PASS program, a naive hash-map token bucket and the memory floor of a per-flow
+// array as large as sluice's tables (one lookup, one line) (bench/xdp/*.bpf.c), in one run, at
 // each flow count given (distinct IPv4 sources, UDP). Prints one markdown table row per
 // program and flow count; scripts/bench_xdp.sh runs it (root: BPF_PROG_TEST_RUN).
 //
 //   sluice-bench-xdp [--flows 1,1000,1000000] [--packets N] [--passes N] [--repeat R] [--shuffle]
+//                    [--only NAME,...]   (rows whose name contains one of these, and XDP_PASS)
 //   sluice-bench-xdp --attach IFACE [--program sluice|drop] [--mode native|skb] --seconds S
 //
 // The second form attaches to IFACE for S seconds, for the live veth measurement of
@@ -38,7 +40,9 @@
 #include <string>
 #include <vector>
 
+#include "array_probe.skel.h"
 #include "drop.skel.h"
+#include "flow_table.hpp"
 #include "naive_tb.skel.h"
 #include "packet_builder.hpp"
 #include "pass.skel.h"
@@ -60,11 +64,12 @@ struct Options {
   std::string program = "sluice";
   int seconds = 0;
   bool shuffle = false;
+  std::vector<std::string> only;  // --only: rows whose name contains one of these (and XDP_PASS)
 };
 
 [[noreturn]] void usage() {
   std::fprintf(stderr, "usage: sluice-bench-xdp [--flows N,N,...] [--packets N] [--passes N] "
-                       "[--repeat R] [--shuffle]\n");
+                       "[--repeat R] [--shuffle] [--only NAME,...]\n");
   std::exit(2);
 }
 
@@ -89,6 +94,14 @@ Options parse(int argc, char** argv) {
       }
     } else if (a == "--packets") {
       o.packets = std::stoul(v);
+    } else if (a == "--only") {
+      size_t at = 0;
+      while (at <= v.size()) {
+        size_t comma = v.find(',', at);
+        if (comma == std::string::npos) comma = v.size();
+        o.only.push_back(v.substr(at, comma - at));
+        at = comma + 1;
+      }
     } else if (a == "--passes") {
       o.passes = std::stoi(v);
     } else if (a == "--repeat") {
@@ -223,10 +236,13 @@ int main(int argc, char** argv) {
 
   bench_pass* pass = nullptr;
   bench_naive_tb* naive = nullptr;
+  bench_array_probe* probe = nullptr;
   std::unique_ptr<sluice::xdp::XdpProgram> sluice_prog;
+  // sluice's tables hold this many flows (the probe's array is as large as one of them)
+  const uint64_t table_flows = std::max<size_t>(max_flows + max_flows / 4, 1024);
   auto load_sluice = [&](const char* yaml) {
     sluice::xdp::LoadOptions lo;
-    lo.default_max_flows = std::max<size_t>(max_flows + max_flows / 4, 1024);
+    lo.default_max_flows = table_flows;
     auto p = sluice::xdp::XdpProgram::load(lo);
     if (!p) { std::fprintf(stderr, "%s\n", p.error().message.c_str()); std::exit(1); }
     auto rules = sluice::load_rules_text(yaml, "bench.yaml");
@@ -255,6 +271,20 @@ int main(int argc, char** argv) {
          return bpf_program__fd(naive->progs.bench_naive_tb);
        },
        [&] { bench_naive_tb__destroy(naive); naive = nullptr; }},
+      {"array probe (1 KB sets, one line; no clock)",
+       [&](size_t) {
+         probe = bench_array_probe__open();
+         if (!probe) { std::perror("opening array_probe.bpf.o"); std::exit(1); }
+         const uint64_t sets = sluice::FlowTable::geometry(table_flows, 0, 0).sets;
+         probe->rodata->probe_set_count = sets;
+         if (bpf_map__set_max_entries(probe->maps.probe_sets, uint32_t(sets)) ||
+             bench_array_probe__load(probe)) {
+           std::perror("loading array_probe.bpf.o");
+           std::exit(1);
+         }
+         return bpf_program__fd(probe->progs.bench_array_probe);
+       },
+       [&] { bench_array_probe__destroy(probe); probe = nullptr; }},
       {"sluice, no rules", [&](size_t) { return load_sluice(kNoRules); },
        [&] { sluice_prog.reset(); }},
       {"sluice, token-bucket per source", [&](size_t) { return load_sluice(kPerSource); },
@@ -266,6 +296,10 @@ int main(int argc, char** argv) {
     const std::vector<Bytes> frames = frames_for(flows);
     double floor_ns = 0;
     for (Program& p : programs) {
+      if (!o.only.empty() && floor_ns != 0 &&
+          std::none_of(o.only.begin(), o.only.end(),
+                       [&](const std::string& n) { return p.name.find(n) != std::string::npos; }))
+        continue;
       const double ns = measure(p.fd_for(flows), frames, o);
       p.unload();
       if (floor_ns == 0) floor_ns = ns;
