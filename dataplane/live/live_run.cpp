@@ -1,5 +1,6 @@
 #include "live_run.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -29,7 +30,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How often the control loop wakes: bounds the delay between a signal and the stop.
+// How often the control loop wakes when nobody asks for counters: bounds the delay between a
+// signal and the stop.
 constexpr auto kControlTick = std::chrono::milliseconds(20);
 constexpr auto kLinkPoll = std::chrono::seconds(1);
 constexpr int kControlThreadNice = -10;  // the control socket's threads (ControlLimits)
@@ -56,17 +58,12 @@ void print_table(const CountersSnapshot& snap, const DataplaneReport& report) {
   std::fflush(stdout);
 }
 
-// Everything that shows the counters to others while the dataplane runs: each keeps the copy
-// it is given and never touches the dataplane.
+// Everything that shows the counters to others while the dataplane runs: each asks `source`
+// for them (the control loop takes a snapshot only then) and never touches the dataplane.
 struct CounterReaders {
+  std::shared_ptr<CountersSource> source = std::make_shared<CountersSource>();
   std::unique_ptr<ControlServer> control;  // --control
   std::unique_ptr<MetricsServer> metrics;  // --metrics
-
-  void publish(const CountersSnapshot& snap) const {
-    if (control) control->publish(snap);
-    if (metrics) metrics->publish(snap);
-    publish_telemetry(snap);
-  }
 };
 
 // Before the EAL, so a socket path or address in use or unusable is a usage error that
@@ -80,34 +77,43 @@ Status start_readers(const LiveOptions& opts, const Pipeline& pipeline, CounterR
     auto server = ControlServer::start(opts.control_socket, pipeline.rules(), nullptr, limits);
     if (!server) return server.error();
     readers->control = std::move(server).value();
+    readers->control->use_counters(readers->source);
   }
   if (!opts.metrics_addr.empty()) {
     auto server = MetricsServer::start(opts.metrics_addr);
     if (!server) return server.error();
     readers->metrics = std::move(server).value();
+    readers->metrics->use_counters(readers->source);
     live_log("metrics: http://%s/metrics (port %u)", opts.metrics_addr.c_str(),
              unsigned(readers->metrics->port()));
   }
   return Ok{};
 }
 
-// Until a signal: the counters, published to their readers every tick and printed every
-// --stats-interval, and link-state changes. The workers do everything else.
+// Until a signal: the counters, taken when a reader asks for fresh ones (CountersSource) and
+// printed every --stats-interval, and link-state changes. The workers do everything else.
+// Nobody asking costs a wake-up per tick and nothing else: no snapshot, no copy, no encoding.
 void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_interval_ms,
-                  const CounterReaders& readers) {
+                  CountersSource& source) {
   const auto interval = std::chrono::milliseconds(stats_interval_ms);
   auto next_stats = Clock::now() + interval;
   auto next_link = Clock::now() + kLinkPoll;
+  source.serve_on_demand();
   while (!signals.requested()) {
-    std::this_thread::sleep_for(kControlTick);
+    auto wake = Clock::now() + kControlTick;
+    if (stats_interval_ms != 0) wake = std::min(wake, next_stats);
+    const bool asked = source.wait_for_demand(std::min(wake, next_link));
     const auto now = Clock::now();
-    CountersSnapshot snap = dp.snapshot();
-    if (stats_interval_ms != 0 && now >= next_stats) {
-      print_table(snap, dp.report());
-      next_stats += interval;
-      if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
+    const bool print = stats_interval_ms != 0 && now >= next_stats;
+    if (asked || print) {
+      CountersSnapshot snap = dp.snapshot();
+      if (print) {
+        print_table(snap, dp.report());
+        next_stats += interval;
+        if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
+      }
+      source.publish(std::move(snap));
     }
-    readers.publish(snap);
     if (now >= next_link) {
       dp.log_link_changes();
       next_link = now + kLinkPoll;
@@ -147,12 +153,15 @@ Status run_live(const LiveOptions& opts) {
   // workers stop.
   LiveRulesTarget rules_target(**pipeline, **dp);
   if (Status s = register_telemetry(); !s) return s;
-  readers.publish((*dp)->snapshot());
+  telemetry_use_counters(readers.source);
+  readers.source->publish((*dp)->snapshot());
   if (Status s = (*dp)->start(); !s) return s;
 
   // From here `sluicectl rule add/set/del` and `config load` reach the workers.
   if (readers.control) readers.control->set_target(&rules_target);
-  control_loop(**dp, signals, opts.stats_interval_ms, readers);
+  control_loop(**dp, signals, opts.stats_interval_ms, *readers.source);
+  // Nobody takes snapshots for readers any more: they get the latest at once.
+  readers.source->finish();
   live_log("signal %d: stopping", signals.signal_number());
   rules_target.stop_changes();
   // The server outlives rules_target: detach it (waits for a request using it).
@@ -162,7 +171,8 @@ Status run_live(const LiveOptions& opts) {
 
   const CountersSnapshot snap = (*dp)->snapshot();
   const DataplaneReport report = (*dp)->report();
-  readers.publish(snap);  // the final figures, for a request that comes in from now on
+  // The final figures, for a request that comes in from now on, without waiting.
+  readers.source->publish(snap);
   print_table(snap, report);
   const WorkerStats& t = report.totals;
   live_log("stopped: %llu received, %llu sent, %llu dropped on a full TX buffer, %llu on a full "
