@@ -1,6 +1,7 @@
 #include "live_run.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -34,7 +35,10 @@ using Clock = std::chrono::steady_clock;
 // signal and the stop.
 constexpr auto kControlTick = std::chrono::milliseconds(20);
 constexpr auto kLinkPoll = std::chrono::seconds(1);
-constexpr int kControlThreadNice = -10;  // the control socket's threads (ControlLimits)
+// The control socket's threads (ControlLimits): SCHED_FIFO at the lowest RT priority where
+// permitted (root, CAP_SYS_NICE, RLIMIT_RTPRIO), else nice -10.
+constexpr int kControlThreadRtPriority = 1;
+constexpr int kControlThreadNice = -10;
 
 Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts) {
   auto rules = load_rules_file(opts.config_path);
@@ -74,6 +78,7 @@ Status start_readers(const LiveOptions& opts, const Pipeline& pipeline, CounterR
     // busy-polling workers, a request runs when it comes instead of after a worker's slice.
     ControlLimits limits;
     limits.thread_nice = kControlThreadNice;
+    limits.rt_priority = kControlThreadRtPriority;
     auto server = ControlServer::start(opts.control_socket, pipeline.rules(), nullptr, limits);
     if (!server) return server.error();
     readers->control = std::move(server).value();
@@ -121,6 +126,28 @@ void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_inte
   }
 }
 
+// sluiced's log at exit: where the control requests that went to the worker thread spent
+// their time (bench_control.sh reads it beside the client's own request-to-reply times).
+void log_request_timings(const ControlServer& control) {
+  std::vector<RequestTiming> t = control.request_timings();
+  if (t.empty()) return;
+  auto pick = [&](uint64_t RequestTiming::*field) {
+    std::vector<uint64_t> v;
+    v.reserve(t.size());
+    for (const RequestTiming& r : t) v.push_back(r.*field);
+    std::sort(v.begin(), v.end());
+    return std::array<double, 3>{double(v[v.size() / 2]) / 1e3, double(v[v.size() * 99 / 100]) / 1e3,
+                                 double(v.back()) / 1e3};
+  };
+  const auto queued = pick(&RequestTiming::queued_ns);
+  const auto executed = pick(&RequestTiming::executed_ns);
+  const auto replied = pick(&RequestTiming::replied_ns);
+  live_log("control requests: %zu on the worker thread, from the last byte read (p50 / p99 / max "
+           "us): taken %.1f / %.1f / %.1f, executed %.1f / %.1f / %.1f, reply sent %.1f / %.1f / "
+           "%.1f", t.size(), queued[0], queued[1], queued[2], executed[0], executed[1],
+           executed[2], replied[0], replied[1], replied[2]);
+}
+
 }  // namespace
 
 Status run_live(const LiveOptions& opts) {
@@ -164,6 +191,7 @@ Status run_live(const LiveOptions& opts) {
   readers.source->finish();
   live_log("signal %d: stopping", signals.signal_number());
   rules_target.stop_changes();
+  if (readers.control) log_request_timings(*readers.control);
   // The server outlives rules_target: detach it (waits for a request using it).
   if (readers.control) readers.control->set_target(nullptr);
   // Closed before reporting, so the report can say whether every mbuf came back.

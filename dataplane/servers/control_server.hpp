@@ -51,6 +51,9 @@ class ControlServer {
   // null detaches it, waiting for a request using it. Until attached: read-only.
   void set_target(RulesTarget* target) { service_->set_target(target); }
 
+  // Where the requests handed to the worker thread spent their time (ControlLoop::timings).
+  std::vector<RequestTiming> request_timings() const;
+
   // Connections open now (for tests and the soak).
   size_t connections() const;
 
