@@ -1,5 +1,7 @@
 #include "live_run.hpp"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -30,10 +32,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How often the control loop wakes: bounds the delay between a signal and the stop.
+// How often the control loop wakes when nobody asks for counters: bounds the delay between a
+// signal and the stop.
 constexpr auto kControlTick = std::chrono::milliseconds(20);
 constexpr auto kLinkPoll = std::chrono::seconds(1);
-constexpr int kControlThreadNice = -10;  // the control socket's threads (ControlLimits)
+// The control socket's threads (ControlLimits): SCHED_FIFO at the lowest RT priority where
+// permitted (root, CAP_SYS_NICE, RLIMIT_RTPRIO), else nice -10.
+constexpr int kControlThreadRtPriority = 1;
+constexpr int kControlThreadNice = -10;
 
 Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts) {
   auto rules = load_rules_file(opts.config_path);
@@ -57,17 +63,12 @@ void print_table(const CountersSnapshot& snap, const DataplaneReport& report) {
   std::fflush(stdout);
 }
 
-// Everything that shows the counters to others while the dataplane runs: each keeps the copy
-// it is given and never touches the dataplane.
+// Everything that shows the counters to others while the dataplane runs: each asks `source`
+// for them (the control loop takes a snapshot only then) and never touches the dataplane.
 struct CounterReaders {
+  std::shared_ptr<CountersSource> source = std::make_shared<CountersSource>();
   std::unique_ptr<ControlServer> control;  // --control
   std::unique_ptr<MetricsServer> metrics;  // --metrics
-
-  void publish(const CountersSnapshot& snap) const {
-    if (control) control->publish(snap);
-    if (metrics) metrics->publish(snap);
-    publish_telemetry(snap);
-  }
 };
 
 // Before the EAL, so a socket path or address in use or unusable is a usage error that
@@ -78,42 +79,74 @@ Status start_readers(const LiveOptions& opts, const Pipeline& pipeline, CounterR
     // busy-polling workers, a request runs when it comes instead of after a worker's slice.
     ControlLimits limits;
     limits.thread_nice = kControlThreadNice;
+    limits.rt_priority = kControlThreadRtPriority;
     auto server = ControlServer::start(opts.control_socket, pipeline.rules(), nullptr, limits);
     if (!server) return server.error();
     readers->control = std::move(server).value();
+    readers->control->use_counters(readers->source);
   }
   if (!opts.metrics_addr.empty()) {
     auto server = MetricsServer::start(opts.metrics_addr);
     if (!server) return server.error();
     readers->metrics = std::move(server).value();
+    readers->metrics->use_counters(readers->source);
     live_log("metrics: http://%s/metrics (port %u)", opts.metrics_addr.c_str(),
              unsigned(readers->metrics->port()));
   }
   return Ok{};
 }
 
-// Until a signal: the counters, published to their readers every tick and printed every
-// --stats-interval, and link-state changes. The workers do everything else.
+// Until a signal: the counters, taken when a reader asks for fresh ones (CountersSource) and
+// printed every --stats-interval, and link-state changes. The workers do everything else.
+// Nobody asking costs a wake-up per tick and nothing else: no snapshot, no copy, no encoding.
 void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_interval_ms,
-                  const CounterReaders& readers) {
+                  CountersSource& source) {
   const auto interval = std::chrono::milliseconds(stats_interval_ms);
   auto next_stats = Clock::now() + interval;
   auto next_link = Clock::now() + kLinkPoll;
+  source.serve_on_demand();
   while (!signals.requested()) {
-    std::this_thread::sleep_for(kControlTick);
+    auto wake = Clock::now() + kControlTick;
+    if (stats_interval_ms != 0) wake = std::min(wake, next_stats);
+    const bool asked = source.wait_for_demand(std::min(wake, next_link));
     const auto now = Clock::now();
-    CountersSnapshot snap = dp.snapshot();
-    if (stats_interval_ms != 0 && now >= next_stats) {
-      print_table(snap, dp.report());
-      next_stats += interval;
-      if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
+    const bool print = stats_interval_ms != 0 && now >= next_stats;
+    if (asked || print) {
+      CountersSnapshot snap = dp.snapshot();
+      if (print) {
+        print_table(snap, dp.report());
+        next_stats += interval;
+        if (next_stats < now) next_stats = now + interval;  // do not catch up after a stall
+      }
+      source.publish(std::move(snap));
     }
-    readers.publish(snap);
     if (now >= next_link) {
       dp.log_link_changes();
       next_link = now + kLinkPoll;
     }
   }
+}
+
+// sluiced's log at exit: where the control requests that went to the worker thread spent
+// their time (bench_control.sh reads it beside the client's own request-to-reply times).
+void log_request_timings(const ControlServer& control) {
+  std::vector<RequestTiming> t = control.request_timings();
+  if (t.empty()) return;
+  auto pick = [&](uint64_t RequestTiming::*field) {
+    std::vector<uint64_t> v;
+    v.reserve(t.size());
+    for (const RequestTiming& r : t) v.push_back(r.*field);
+    std::sort(v.begin(), v.end());
+    return std::array<double, 3>{double(v[v.size() / 2]) / 1e3, double(v[v.size() * 99 / 100]) / 1e3,
+                                 double(v.back()) / 1e3};
+  };
+  const auto queued = pick(&RequestTiming::queued_ns);
+  const auto executed = pick(&RequestTiming::executed_ns);
+  const auto replied = pick(&RequestTiming::replied_ns);
+  live_log("control requests: %zu on the worker thread, from the last byte read (p50 / p99 / max "
+           "us): taken %.1f / %.1f / %.1f, executed %.1f / %.1f / %.1f, reply sent %.1f / %.1f / "
+           "%.1f", t.size(), queued[0], queued[1], queued[2], executed[0], executed[1],
+           executed[2], replied[0], replied[1], replied[2]);
 }
 
 }  // namespace
@@ -150,14 +183,18 @@ Status run_live(const LiveOptions& opts) {
   // workers stop.
   LiveRulesTarget rules_target(**pipeline, **dp);
   if (Status s = register_telemetry(); !s) return s;
-  readers.publish((*dp)->snapshot());
+  telemetry_use_counters(readers.source);
+  readers.source->publish((*dp)->snapshot());
   if (Status s = (*dp)->start(); !s) return s;
 
   // From here `sluicectl rule add/set/del` and `config load` reach the workers.
   if (readers.control) readers.control->set_target(&rules_target);
-  control_loop(**dp, signals, opts.stats_interval_ms, readers);
+  control_loop(**dp, signals, opts.stats_interval_ms, *readers.source);
+  // Nobody takes snapshots for readers any more: they get the latest at once.
+  readers.source->finish();
   live_log("signal %d: stopping", signals.signal_number());
   rules_target.stop_changes();
+  if (readers.control) log_request_timings(*readers.control);
   // The server outlives rules_target: detach it (waits for a request using it).
   if (readers.control) readers.control->set_target(nullptr);
   // Closed before reporting, so the report can say whether every mbuf came back.
@@ -165,7 +202,8 @@ Status run_live(const LiveOptions& opts) {
 
   const CountersSnapshot snap = (*dp)->snapshot();
   const DataplaneReport report = (*dp)->report();
-  readers.publish(snap);  // the final figures, for a request that comes in from now on
+  // The final figures, for a request that comes in from now on, without waiting.
+  readers.source->publish(snap);
   print_table(snap, report);
   const WorkerStats& t = report.totals;
   live_log("stopped: %llu received, %llu sent, %llu dropped on a full TX buffer, %llu on a full "

@@ -41,17 +41,23 @@ void RcuGracePeriod::wait() {
   // busy-polling worker (2 workers on 2 CPUs), spinning would keep the very worker it waits
   // for off that CPU, and sched_yield() is no better: the scheduler (CFS, EEVDF) lets the
   // poller run out its whole slice (ms) before the yielder comes back. A sleeper that wakes
-  // preempts the poller instead, so the wait ends within a sleep of the last report.
-  constexpr uint64_t kSpinUs = 50;
+  // preempts the poller instead, so the wait ends within a sleep of the last report. The
+  // sleeps double from kSleepNs to kMaxSleepNs: a worker descheduled by other load (ms) is
+  // waited for with a few dozen wake-ups, not one every 10 us (each one, at SCHED_FIFO,
+  // preempts the other worker), at the cost of at most kMaxSleepNs more wait.
+  constexpr uint64_t kSpinUs = 20;
   constexpr long kSleepNs = 10'000;
+  constexpr long kMaxSleepNs = 160'000;
   const uint64_t token = rte_rcu_qsbr_start(v_);
   const uint64_t spin_until = rte_get_timer_cycles() + rte_get_timer_hz() * kSpinUs / 1'000'000;
+  long sleep_ns = kSleepNs;
   while (rte_rcu_qsbr_check(v_, token, false) == 0) {
     if (rte_get_timer_cycles() < spin_until) {
       rte_pause();
     } else {
-      const timespec nap{0, kSleepNs};
+      const timespec nap{0, sleep_ns};
       nanosleep(&nap, nullptr);
+      if (sleep_ns < kMaxSleepNs) sleep_ns *= 2;
     }
   }
 }

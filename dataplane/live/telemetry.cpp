@@ -4,6 +4,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -14,18 +16,31 @@ namespace sluice {
 
 namespace {
 
-// The last published counters. The telemetry thread outlives the dataplane (DPDK 22.11
-// cannot unregister a command) and even main(): it is never joined, so this is allocated
-// once and never destroyed, and a request during exit still finds it whole.
+// Where the commands take the counters from. The telemetry thread outlives the dataplane
+// (DPDK 22.11 cannot unregister a command) and even main(): it is never joined, so this is
+// allocated once and never destroyed, and a request during exit still finds the source whole
+// (finished by then: it answers the final counters without waiting).
 struct Published {
   std::mutex mu;
-  CountersSnapshot snap;
-  bool ready = false;
+  std::shared_ptr<CountersSource> source = std::make_shared<CountersSource>();
 };
 
-Published& published() {
+Published& published_source() {
   static Published* p = new Published;
   return *p;
+}
+
+constexpr std::chrono::milliseconds kCountersMaxAge{20};
+constexpr std::chrono::milliseconds kCountersPatience{250};  // the telemetry thread's own
+
+std::shared_ptr<const CountersSnapshot> take() {
+  Published& pub = published_source();
+  std::shared_ptr<CountersSource> source;
+  {
+    std::lock_guard lock(pub.mu);
+    source = pub.source;
+  }
+  return source->get(kCountersMaxAge, kCountersPatience).snap;
 }
 
 // Rule names are [A-Za-z0-9_.-]{1,63} (the loader checks): valid telemetry strings as they
@@ -33,29 +48,27 @@ Published& published() {
 static_assert(RTE_TEL_MAX_STRING_LEN > 63);
 
 int list_rules(const char*, const char*, rte_tel_data* d) {
-  Published& pub = published();
-  std::lock_guard lock(pub.mu);
-  if (!pub.ready) return -EAGAIN;  // the EAL is up, the rules not yet: null
+  const auto snap = take();
+  if (!snap) return -EAGAIN;  // the EAL is up, the rules not yet: null
   rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-  for (const RuleSnapshot& r : pub.snap.rules) rte_tel_data_add_array_string(d, r.name.c_str());
-  rte_tel_data_add_array_string(d, pub.snap.default_rule.name.c_str());
+  for (const RuleSnapshot& r : snap->rules) rte_tel_data_add_array_string(d, r.name.c_str());
+  rte_tel_data_add_array_string(d, snap->default_rule.name.c_str());
   return 0;
 }
 
 int show_rule(const char*, const char* params, rte_tel_data* d) {
   if (params == nullptr || *params == '\0') return -EINVAL;
-  Published& pub = published();
-  std::lock_guard lock(pub.mu);
-  if (!pub.ready) return -EAGAIN;
+  const auto snap = take();
+  if (!snap) return -EAGAIN;
   // The first rule of that name; a rule named "default" shadows the default action's counters.
   const RuleSnapshot* rule = nullptr;
-  for (const RuleSnapshot& r : pub.snap.rules) {
+  for (const RuleSnapshot& r : snap->rules) {
     if (r.name == params) {
       rule = &r;
       break;
     }
   }
-  if (rule == nullptr && pub.snap.default_rule.name == params) rule = &pub.snap.default_rule;
+  if (rule == nullptr && snap->default_rule.name == params) rule = &snap->default_rule;
   if (rule == nullptr) return -ENOENT;  // DPDK answers {"/sluice/rule": null}
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "name", rule->name.c_str());
@@ -81,11 +94,10 @@ Status register_telemetry() {
   return Ok{};
 }
 
-void publish_telemetry(CountersSnapshot snap) {
-  Published& pub = published();
+void telemetry_use_counters(std::shared_ptr<CountersSource> source) {
+  Published& pub = published_source();
   std::lock_guard lock(pub.mu);
-  pub.snap = std::move(snap);
-  pub.ready = true;
+  pub.source = std::move(source);
 }
 
 }  // namespace sluice

@@ -4,12 +4,15 @@
 //                        active_flows, flows_evicted); null for an unknown NAME ("default"
 //                        is the default action's counters unless a rule has that name)
 // Both answer null until the dataplane is set up (the socket opens with the EAL, before).
-// The telemetry thread never touches the dataplane: the control loop publishes a copy of the
-// counters every tick (20 ms) and the commands read that copy, so a request can arrive at any
-// time, even while the ports close, and reads figures at most one tick old.
+// The telemetry thread never touches the dataplane: a command asks the control loop for
+// counters (CountersSource) and reads its snapshot, so a request can arrive at any time, even
+// while the ports close, and reads figures at most 20 ms old (the final ones after exit).
 #pragma once
 
+#include <memory>
+
 #include "counters.hpp"
+#include "counters_source.hpp"
 #include "result.hpp"
 
 namespace sluice {
@@ -18,7 +21,7 @@ namespace sluice {
 // --no-telemetry they are registered but nobody can ask.
 Status register_telemetry();
 
-// Makes `snap` what the commands report.
-void publish_telemetry(CountersSnapshot snap);
+// Where the commands take the counters from.
+void telemetry_use_counters(std::shared_ptr<CountersSource> source);
 
 }  // namespace sluice

@@ -1,5 +1,7 @@
 #include "control_loop.hpp"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -31,12 +33,30 @@ int64_t now_ms() {
       .count();
 }
 
-// Gives the calling thread `nice` (ControlLimits::thread_nice). On Linux setpriority on a
-// thread id sets that thread's nice value alone (setpriority(2), "Notes").
-void set_thread_nice(int nice) {
+uint64_t now_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+// Gives the calling thread SCHED_FIFO at `rt_priority`, or else `nice` (ControlLimits). On
+// Linux both are per thread: pthread_setschedparam on this thread, setpriority on a thread id
+// (setpriority(2), "Notes"). Says once on stderr what it could not have.
+void set_thread_priority(int rt_priority, int nice) {
+  static std::atomic<bool> said{false};
+  if (rt_priority > 0) {
+    sched_param param{};
+    param.sched_priority = rt_priority;
+    const int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param);
+    if (rc == 0) return;
+    if (!said.exchange(true))
+      std::fprintf(stderr,
+                   "sluiced: control socket threads cannot run SCHED_FIFO %d (%s): nice %d "
+                   "instead\n",
+                   rt_priority, std::strerror(rc), nice);
+  }
   if (nice == 0) return;
   if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice) == 0) return;
-  static std::atomic<bool> said{false};
   if (!said.exchange(true))
     std::fprintf(stderr,
                  "sluiced: control socket threads keep their priority (nice %d: %s); rule "
@@ -66,6 +86,8 @@ struct ControlLoop::Connection {
   size_t counted_bytes = 0;  // of the frame under way, in pending_bytes_
   uint32_t events = 0;
   bool queued = false;  // in ready_ (has pipelined frames left)
+  RequestTiming timing;  // of the reply being written, if timed
+  bool timed = false;
 };
 
 Result<std::unique_ptr<ControlLoop>> ControlLoop::start(int listen_fd, ControlService* service,
@@ -113,7 +135,7 @@ ControlLoop::~ControlLoop() {
 }
 
 void ControlLoop::work() {
-  set_thread_nice(limits_.thread_nice);
+  set_thread_priority(limits_.rt_priority, limits_.thread_nice);
   for (;;) {
     Job job;
     {
@@ -123,10 +145,13 @@ void ControlLoop::work() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
+    const uint64_t started_ns = now_ns();
     std::string reply = service_->execute(job.request);
+    const uint64_t executed_ns = now_ns();
     {
       std::lock_guard lock(mu_);
-      done_.push_back({job.conn_id, std::move(reply)});
+      done_.push_back({job.conn_id, std::move(reply),
+                       {started_ns - job.read_ns, executed_ns - job.read_ns, job.read_ns}});
     }
     const uint64_t one = 1;
     (void)!write(wake_fd_, &one, sizeof one);
@@ -134,7 +159,7 @@ void ControlLoop::work() {
 }
 
 void ControlLoop::run() {
-  set_thread_nice(limits_.thread_nice);
+  set_thread_priority(limits_.rt_priority, limits_.thread_nice);
   std::vector<epoll_event> events(256);
   std::vector<uint64_t> ready;
   int64_t next_tick = now_ms() + kTickMs;
@@ -310,7 +335,7 @@ void ControlLoop::next_request(Connection& c, int64_t now) {
     watch(c, 0);
     {
       std::lock_guard lock(mu_);
-      jobs_.push_back({c.id, std::move(request)});
+      jobs_.push_back({c.id, std::move(request), now_ns()});
     }
     cv_.notify_one();
     return;
@@ -352,6 +377,12 @@ void ControlLoop::flush(Connection& c, int64_t now) {
   c.out.clear();
   c.out.shrink_to_fit();
   c.out_at = 0;
+  if (c.timed) {
+    c.timed = false;
+    c.timing.replied_ns = now_ns() - c.timing.replied_ns;
+    std::lock_guard lock(timings_mu_);
+    if (timings_.size() < kTimingsKept) timings_.push_back(c.timing);
+  }
   if (c.close_after_write) {
     // Let the client read the error before the close (an unread request would reset it).
     shutdown(c.fd, SHUT_WR);
@@ -377,9 +408,16 @@ void ControlLoop::finish_jobs(int64_t now) {
     auto it = conns_.find(d.conn_id);
     if (it == conns_.end() || it->second->state != Connection::State::working) continue;
     Connection& c = *it->second;
+    c.timing = d.timing;  // its replied_ns holds when the request was read, until flush() ends
+    c.timed = true;
     reply(c, std::move(d.reply), now);
     if (c.state == Connection::State::reading) next_request(c, now);
   }
+}
+
+std::vector<RequestTiming> ControlLoop::timings() const {
+  std::lock_guard lock(timings_mu_);
+  return timings_;
 }
 
 void ControlLoop::expire(int64_t now) {

@@ -31,6 +31,18 @@ struct ControlLimits {
   // instead of waiting out the worker's slice. Needs CAP_SYS_NICE: without it the threads
   // keep their priority and say so once on stderr.
   int thread_nice = 0;
+  // Above it: SCHED_FIFO at this priority (1-99; 0 to leave the policy) for the loop's two
+  // threads, tried first. They sleep almost always, a request's wake-up then preempts a
+  // busy-polling worker at once, and the kernel's RT throttling (sched_rt_runtime_us) bounds
+  // what a runaway could take. Needs CAP_SYS_NICE (or RLIMIT_RTPRIO): without it, thread_nice.
+  int rt_priority = 0;
+};
+
+// Where a request handed to the worker thread spent its time, measured by the loop
+// (steady clock, ns): from its last byte read to the worker taking it, to its reply built
+// (the apply, for a write), to the reply's last byte given to the socket.
+struct RequestTiming {
+  uint64_t queued_ns = 0, executed_ns = 0, replied_ns = 0;
 };
 
 class ControlLoop {
@@ -43,16 +55,22 @@ class ControlLoop {
   ControlLoop& operator=(const ControlLoop&) = delete;
 
   size_t connections() const { return open_.load(); }
+  // The timings of the first kTimingsKept requests handed to the worker thread (writes,
+  // rules, diffs, flows), in the order their replies were sent.
+  static constexpr size_t kTimingsKept = 1 << 20;
+  std::vector<RequestTiming> timings() const;
 
  private:
   struct Connection;
   struct Job {
     uint64_t conn_id;
     wire::Request request;
+    uint64_t read_ns;
   };
   struct Done {
     uint64_t conn_id;
     std::string reply;
+    RequestTiming timing;  // replied_ns not yet
   };
 
   ControlLoop(int listen_fd, int epoll_fd, int wake_fd, ControlService* service,
@@ -80,6 +98,8 @@ class ControlLoop {
   size_t pending_bytes_ = 0;
   int64_t accept_paused_until_ms_ = 0;
   std::atomic<size_t> open_{0};
+  mutable std::mutex timings_mu_;
+  std::vector<RequestTiming> timings_;  // guarded by timings_mu_
 
   // Shared with the worker.
   std::mutex mu_;

@@ -91,6 +91,10 @@ ControlServer::~ControlServer() {
 
 void ControlServer::publish(const CountersSnapshot& snap) { service_->publish(snap); }
 
+std::vector<RequestTiming> ControlServer::request_timings() const {
+  return loop_ ? loop_->timings() : std::vector<RequestTiming>{};
+}
+
 size_t ControlServer::connections() const { return loop_ ? loop_->connections() : 0; }
 
 }  // namespace sluice

@@ -44,10 +44,15 @@ class ControlServer {
 
   // Makes `snap` what `stats` answers. Until the first call, `stats` answers an error.
   void publish(const CountersSnapshot& snap);
+  // Answers `stats` from `source` (sluiced: the one its control loop serves on demand).
+  void use_counters(std::shared_ptr<CountersSource> source) { service_->set_counters(std::move(source)); }
 
   // Attaches the running dataplane's rules once it exists (the server starts before the EAL);
   // null detaches it, waiting for a request using it. Until attached: read-only.
   void set_target(RulesTarget* target) { service_->set_target(target); }
+
+  // Where the requests handed to the worker thread spent their time (ControlLoop::timings).
+  std::vector<RequestTiming> request_timings() const;
 
   // Connections open now (for tests and the soak).
   size_t connections() const;

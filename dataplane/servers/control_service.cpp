@@ -28,11 +28,28 @@ json flows_json(const std::vector<FlowRate>& flows) {
 
 }  // namespace
 
-void ControlService::publish(const CountersSnapshot& snap) {
-  std::string text = encode_counters(snap);
+void ControlService::set_counters(std::shared_ptr<CountersSource> source) {
   std::lock_guard lock(counters_mu_);
-  counters_text_ = std::move(text);
-  published_ = true;
+  counters_ = std::move(source);
+}
+
+std::shared_ptr<CountersSource> ControlService::counters() const {
+  std::lock_guard lock(counters_mu_);
+  return counters_;
+}
+
+std::string ControlService::stats_reply(uint64_t id) {
+  const std::shared_ptr<CountersSource> source = counters();
+  const CountersSource::Taken taken = source->get(kCountersMaxAge, kCountersPatience);
+  if (!taken.snap)
+    return wire::encode_error(ErrorReply{id, wire::ErrorKind::runtime, "the dataplane is not set up yet"});
+  std::lock_guard lock(encoded_mu_);
+  if (encoded_from_ != source || encoded_seq_ != taken.seq) {
+    counters_text_ = encode_counters(*taken.snap);
+    encoded_from_ = source;
+    encoded_seq_ = taken.seq;
+  }
+  return wire::encode_result(id, {{"counters", counters_text_}});
 }
 
 std::string ControlService::handle(std::string_view body) {
@@ -56,11 +73,8 @@ std::string ControlService::execute(const wire::Request& r) {
       return wire::encode_result(
           r.id, {{"server", "sluiced"}, {"protocol", wire::kProtocolVersion}, {"ops", ops}, {"writable", writable}});
     }
-    case Op::stats: {
-      std::lock_guard lock(counters_mu_);
-      if (!published_) return error(r, wire::ErrorKind::runtime, "the dataplane is not set up yet");
-      return wire::encode_result(r.id, {{"counters", counters_text_}});
-    }
+    case Op::stats:
+      return stats_reply(r.id);
     default:
       return with_target(r);
   }

@@ -1,5 +1,6 @@
 // What sluiced's control socket does with a request (docs/CONTROL.md), apart from sockets:
-// validate it, answer the reads from the copy of the counters the control loop publishes,
+// validate it, answer the reads from the counters the control loop takes when asked
+// (CountersSource; `stats` is encoded when requested, once per snapshot),
 // and turn each write into the next RuleSet (rule_edits.hpp, the rules loader) applied
 // through RulesTarget. A request that fails anywhere gets an error reply and changes nothing.
 //
@@ -8,12 +9,15 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 
 #include "control_messages.hpp"
 #include "counters.hpp"
+#include "counters_source.hpp"
 #include "rules.hpp"
 #include "rules_target.hpp"
 
@@ -28,8 +32,18 @@ class ControlService {
   // previous one to finish, so a target may be destroyed once this returns with null.
   void set_target(RulesTarget* target);
 
-  // Makes `snap` what `stats` answers. Until the first call, `stats` is an error.
-  void publish(const CountersSnapshot& snap);
+  // `stats` answers counters at most this old (docs/CONTROL.md), waiting at most
+  // kCountersPatience for fresh ones: it is answered on the event loop's thread, which must
+  // not hold other clients longer (100 ms, ControlLoop).
+  static constexpr std::chrono::milliseconds kCountersMaxAge{20};
+  static constexpr std::chrono::milliseconds kCountersPatience{50};
+
+  // Makes `snap` what `stats` answers (on the service's current source). Until the first
+  // snapshot, `stats` is an error.
+  void publish(const CountersSnapshot& snap) { counters()->publish(snap); }
+  // Where `stats` takes its counters from: by default a source of its own that publish()
+  // fills; sluiced hands the one its control loop serves on demand.
+  void set_counters(std::shared_ptr<CountersSource> source);
 
   // Answers quickly (from copies, never waiting for the target): hello, stats.
   static bool is_quick(const wire::Request& r) {
@@ -47,9 +61,17 @@ class ControlService {
   std::atomic<RulesTarget*> target_;
   std::mutex target_mu_;  // held while a request uses the target
   const RuleSet startup_rules_;
-  std::mutex counters_mu_;
-  std::string counters_text_;  // guarded by counters_mu_
-  bool published_ = false;     // guarded by counters_mu_
+  std::shared_ptr<CountersSource> counters() const;
+  std::string stats_reply(uint64_t id);
+
+  mutable std::mutex counters_mu_;
+  std::shared_ptr<CountersSource> counters_ = std::make_shared<CountersSource>();  // guarded
+  // `stats`'s encoding of the snapshot numbered encoded_seq_ (0: none yet): one encoding per
+  // snapshot however many ask.
+  std::mutex encoded_mu_;
+  std::shared_ptr<CountersSource> encoded_from_;  // guarded by encoded_mu_
+  uint64_t encoded_seq_ = 0;                      // guarded by encoded_mu_
+  std::string counters_text_;                     // guarded by encoded_mu_
 };
 
 }  // namespace sluice

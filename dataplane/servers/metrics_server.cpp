@@ -155,17 +155,33 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
     *listen_fd = sock;
   });
   http.Get("/metrics", [published = m->published_](const httplib::Request&, httplib::Response& res) {
-    std::string body;
+    std::shared_ptr<CountersSource> source;
     {
       std::lock_guard lock(published->mu);
-      if (!published->published) {
-        res.status = 503;
-        res.set_content("the dataplane is not set up yet\n", "text/plain; charset=utf-8");
-        return;
-      }
-      body = counters_to_prometheus(published->snapshot);
+      source = published->source;
     }
-    res.set_content(std::move(body), "text/plain; version=0.0.4; charset=utf-8");
+    const CountersSource::Taken taken = source->get(kCountersMaxAge, kCountersPatience);
+    if (!taken.snap) {
+      res.status = 503;
+      res.set_content("the dataplane is not set up yet\n", "text/plain; charset=utf-8");
+      return;
+    }
+    std::shared_ptr<const std::string> body;
+    {
+      std::lock_guard lock(published->mu);
+      if (published->from == source && published->seq == taken.seq) body = published->body;
+    }
+    if (!body) {
+      // Encoded outside the lock: a scrape of megabytes holds no other scrape.
+      body = std::make_shared<const std::string>(counters_to_prometheus(*taken.snap));
+      std::lock_guard lock(published->mu);
+      if (published->seq < taken.seq || published->from != source) {
+        published->from = source;
+        published->seq = taken.seq;
+        published->body = body;
+      }
+    }
+    res.set_content(*body, "text/plain; version=0.0.4; charset=utf-8");
   });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && req.path != "/metrics")
@@ -204,9 +220,17 @@ MetricsServer::~MetricsServer() {
 }
 
 void MetricsServer::publish(const CountersSnapshot& snap) {
+  std::shared_ptr<CountersSource> source;
+  {
+    std::lock_guard lock(published_->mu);
+    source = published_->source;
+  }
+  source->publish(snap);
+}
+
+void MetricsServer::use_counters(std::shared_ptr<CountersSource> source) {
   std::lock_guard lock(published_->mu);
-  published_->snapshot = snap;
-  published_->published = true;
+  published_->source = std::move(source);
 }
 
 }  // namespace sluice

@@ -1,7 +1,8 @@
 // sluiced's metrics endpoint (SPEC §5: `--metrics HOST:PORT`): HTTP on a TCP address the
 // operator names (nothing listens on the network otherwise, SPEC §4), serving the counters
 // in the Prometheus text format at /metrics (counters_prometheus.hpp). Like the control
-// socket, it answers from the copy the control loop publishes every tick.
+// socket, it answers from the counters the control loop takes when asked (CountersSource:
+// at most kCountersMaxAge old), encoded when scraped, once per snapshot.
 //
 // Served by cpp-httplib (Debian libcpp-httplib-dev). It, like civetweb, gives each
 // connection a thread for as long as it is open, so a fixed pool is exhausted by as many idle
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -20,6 +22,7 @@
 #include <thread>
 
 #include "counters.hpp"
+#include "counters_source.hpp"
 #include "result.hpp"
 
 namespace httplib {
@@ -46,7 +49,14 @@ class MetricsServer {
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
+  static constexpr std::chrono::milliseconds kCountersMaxAge{20};
+  // A scrape has its own thread: it may wait out a snapshot that waits for a worker.
+  static constexpr std::chrono::milliseconds kCountersPatience{250};
+
+  // Makes `snap` what /metrics answers (on the current source).
   void publish(const CountersSnapshot& snap);
+  // Answers from `source` (sluiced: the one its control loop serves on demand).
+  void use_counters(std::shared_ptr<CountersSource> source);
   uint16_t port() const { return port_; }
 
  private:
@@ -56,8 +66,11 @@ class MetricsServer {
   // What /metrics answers; shared with the handler, which may outlive this (see ~).
   struct Published {
     std::mutex mu;
-    CountersSnapshot snapshot;  // guarded by mu
-    bool published = false;     // guarded by mu
+    std::shared_ptr<CountersSource> source = std::make_shared<CountersSource>();  // guarded by mu
+    // The exposition of snapshot `seq` of `from` (0: none yet).
+    std::shared_ptr<CountersSource> from;  // guarded by mu
+    uint64_t seq = 0;                      // guarded by mu
+    std::shared_ptr<const std::string> body;  // guarded by mu
   };
   std::shared_ptr<Published> published_ = std::make_shared<Published>();
   std::shared_ptr<std::atomic<bool>> abandoned_ = std::make_shared<std::atomic<bool>>(false);

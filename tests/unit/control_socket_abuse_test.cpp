@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <pwd.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -250,3 +251,45 @@ TEST_F(ControlSocket, APeerOfAnotherUidIsRefused) {
 }
 
 }  // namespace
+
+namespace sluice::control_test {
+namespace {
+
+// Threads of this process running SCHED_FIFO now.
+int fifo_threads() {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+    if (sched_getscheduler(std::stoi(task.path().filename().string())) == SCHED_FIFO) ++n;
+  return n;
+}
+
+}  // namespace
+
+// ControlLimits::rt_priority: both threads of the loop ask for SCHED_FIFO (granted to root,
+// which runs these tests; otherwise they fall back to nice and still serve), and the loop
+// times each request it hands to its worker thread, in order: taken <= built <= sent.
+TEST_F(ControlSocket, RtPriorityThreadsServeAndRequestsAreTimed) {
+  const int before = fifo_threads();
+  ControlLimits limits;
+  limits.rt_priority = 1;
+  limits.thread_nice = -10;
+  auto server = serve(limits);
+  const std::string hello = exchange(sock(), request("hello", 1));
+  EXPECT_NE(hello.find("\"ok\":true"), std::string::npos) << hello;
+  if (geteuid() == 0) {
+    EXPECT_EQ(fifo_threads() - before, 2);
+  }
+  EXPECT_TRUE(server->request_timings().empty()) << "hello is answered on the loop";
+  const std::string rules = exchange(sock(), request("rules", 2));
+  EXPECT_NE(rules.find("\"ok\":true"), std::string::npos) << rules;
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  while (server->request_timings().empty() && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto t = server->request_timings();
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_LE(t[0].queued_ns, t[0].executed_ns);
+  EXPECT_LE(t[0].executed_ns, t[0].replied_ns);
+  EXPECT_LT(t[0].replied_ns, 3'000'000'000ull);
+}
+
+}  // namespace sluice::control_test
