@@ -67,6 +67,9 @@ void FlowSampler::sample(const RulesSnapshot& snap, const Pipeline::Frame* frame
 void FlowSampler::count(const RulesSnapshot& snap, const Pipeline::Frame& frame, uint16_t port) {
   Window& w = current();
   ++w.samples;
+  // No keyed rule, no flow to count (no rule, only key: none): the sample still counts for
+  // the adaptive interval, so N is where the rate puts it when keyed rules come.
+  if (snap.keyed.empty()) return;
   ParsedFrame pf;
   parse_frame_into(frame.data, frame.len, frame.wire_len, pf);
   if (pf.status != FrameStatus::ok) return;

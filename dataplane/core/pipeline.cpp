@@ -7,6 +7,7 @@
 #include <deque>
 #include <type_traits>
 
+#include "frame_fast_v4.hpp"
 #include "pipeline_run.hpp"
 #include "rules_snapshot.hpp"
 #include "rules_snapshot_build.hpp"
@@ -194,18 +195,16 @@ Verdict Pipeline::process(const Frame& frame, uint16_t port, uint64_t now_ns,
   return run.finish(frame.data, c, now_ns, counters);
 }
 
-void Pipeline::process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
-                             WorkerCounters& counters, Verdict* verdicts) {
-  process_burst(enter(counters, now_ns), frames, n, port, now_ns, counters, verdicts);
+size_t Pipeline::process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
+                               WorkerCounters& counters, Verdict* verdicts) {
+  return process_burst(enter(counters, now_ns), frames, n, port, now_ns, counters, verdicts);
 }
 
-void Pipeline::process_burst(const RulesSnapshot& snap, const Frame* frames, size_t n,
-                             uint16_t port, uint64_t now_ns, WorkerCounters& counters,
-                             Verdict* verdicts) {
-  if (snap.rules_free_default) [[unlikely]] {
-    process_burst_default_only(snap, frames, n, now_ns, counters, verdicts);
-    return;
-  }
+size_t Pipeline::process_burst(const RulesSnapshot& snap, const Frame* frames, size_t n,
+                               uint16_t port, uint64_t now_ns, WorkerCounters& counters,
+                               Verdict* verdicts) {
+  if (snap.rules_free_default) [[unlikely]]
+    return process_burst_default_only(snap, frames, n, now_ns, counters, verdicts);
   const Run run{snap};
   // Raw storage (Classified is an aggregate, so the bytes implicitly hold its objects):
   // classify() writes every field of the entries it uses, so value-initialising the whole
@@ -213,29 +212,34 @@ void Pipeline::process_burst(const RulesSnapshot& snap, const Frame* frames, siz
   alignas(Classified) unsigned char raw[kMaxBurst * sizeof(Classified)];
   auto* cl = reinterpret_cast<Classified*>(raw);
   static_assert(std::is_aggregate_v<Classified> && std::is_trivially_destructible_v<Classified>);
+  size_t not_now = 0;
   for (size_t done = 0; done < n; done += kMaxBurst) {
     const size_t m = std::min(kMaxBurst, n - done);
     if (snap.fast_common_ipv4) {
-      pipeline_run::burst_common_ipv4(run, frames + done, m, port, now_ns, counters,
-                                      verdicts + done, cl);
+      not_now += pipeline_run::burst_common_ipv4(run, frames + done, m, port, now_ns, counters,
+                                                 verdicts + done, cl);
       continue;
     }
     for (size_t i = 0; i < m; ++i)
       run.classify(frames[done + i].data, frames[done + i].len, frames[done + i].wire_len, port,
                    cl[i]);
     if (snap.any_burstable) run.charge_burstable(cl, m, now_ns);
-    for (size_t i = 0; i < m; ++i)
-      verdicts[done + i] = run.finish(frames[done + i].data, cl[i], now_ns, counters);
+    for (size_t i = 0; i < m; ++i) {
+      const Verdict v = run.finish(frames[done + i].data, cl[i], now_ns, counters);
+      verdicts[done + i] = v;
+      not_now += !forwards_now(v, now_ns);
+    }
   }
+  return not_now;
 }
 
 // No rule, and a default action that needs no field (pass or drop): every packet takes the
 // default, so the burst needs only each frame's well-formedness (for `malformed`) and its
 // length, and the default's counters take one add per outcome per burst. Same counts and
 // verdicts as finish() gives each packet.
-void Pipeline::process_burst_default_only(const RulesSnapshot& snap, const Frame* frames,
-                                          size_t n, uint64_t now_ns, WorkerCounters& counters,
-                                          Verdict* verdicts) {
+size_t Pipeline::process_burst_default_only(const RulesSnapshot& snap, const Frame* frames,
+                                            size_t n, uint64_t now_ns, WorkerCounters& counters,
+                                            Verdict* verdicts) {
   const bool drop = snap.rules.default_action.kind == ActionKind::drop;
   const Verdict v{drop ? Verdict::Kind::drop : Verdict::Kind::forward, now_ns};
   uint64_t bytes = 0, malformed = 0, malformed_bytes = 0;
@@ -243,7 +247,11 @@ void Pipeline::process_burst_default_only(const RulesSnapshot& snap, const Frame
     const Frame& f = frames[i];
     const uint32_t len = std::max(f.len, f.wire_len);
     bytes += len;
-    if (!frame_is_well_formed(f.data, f.len, f.wire_len)) [[unlikely]] {
+    // The common IPv4 frame's checks inline (its fields unused, so not even loaded); only a
+    // frame they refuse pays a call into the general walk.
+    Ipv4Fields common;
+    if (!parse_common_ipv4_fields(f.data, f.len, len, common) &&
+        !frame_is_well_formed(f.data, f.len, f.wire_len)) [[unlikely]] {
       ++malformed;
       malformed_bytes += len;
     }
@@ -257,6 +265,7 @@ void Pipeline::process_burst_default_only(const RulesSnapshot& snap, const Frame
   }
   d.packets[size_t(Outcome::malformed)] += malformed;
   d.bytes[size_t(Outcome::malformed)] += malformed_bytes;
+  return drop ? n : 0;
 }
 
 size_t Pipeline::expire_idle(uint64_t now_ns, size_t max_slots) {

@@ -64,6 +64,11 @@ struct Verdict {
   uint64_t depart_ns = 0;  // == now_ns unless a leaky-bucket rule delayed the packet
 };
 
+// Whether v sends its packet at now_ns (not dropped, not held for a later departure).
+inline bool forwards_now(const Verdict& v, uint64_t now_ns) {
+  return v.kind == Verdict::Kind::forward && v.depart_ns <= now_ns;
+}
+
 class Pipeline {
  public:
   static constexpr uint64_t kDefaultShapingHorizonNs = 100'000'000;  // 100 ms
@@ -160,12 +165,14 @@ class Pipeline {
   };
   // process() of one such frame.
   Verdict process(const Frame& frame, uint16_t port, uint64_t now_ns, WorkerCounters& counters);
+  // Returns how many verdicts are not "forward now" (a drop, or a departure after now_ns):
+  // 0 for the common burst, which a worker then sends whole without looking at a verdict.
   static constexpr size_t kMaxBurst = 64;
-  void process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
-                     WorkerCounters& counters, Verdict* verdicts);
+  size_t process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
+                       WorkerCounters& counters, Verdict* verdicts);
   // The same against the snapshot enter() returned (counters laid out for it).
-  void process_burst(const RulesSnapshot& snap, const Frame* frames, size_t n, uint16_t port,
-                     uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts);
+  size_t process_burst(const RulesSnapshot& snap, const Frame* frames, size_t n, uint16_t port,
+                       uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts);
 
   // Rule counters of the running rules summed over `workers` (each laid out for this or an
   // earlier snapshot), flows, and the final counters of recently removed rules.
@@ -185,7 +192,7 @@ class Pipeline {
 
  private:
   explicit Pipeline(std::unique_ptr<Impl> impl);
-  static void process_burst_default_only(const RulesSnapshot& snap, const Frame* frames, size_t n,
+  static size_t process_burst_default_only(const RulesSnapshot& snap, const Frame* frames, size_t n,
                                          uint64_t now_ns, WorkerCounters& counters,
                                          Verdict* verdicts);
   std::unique_ptr<Impl> impl_;

@@ -15,9 +15,9 @@ namespace sluice::pipeline_run {
 
 using fast_v4::burst;
 
-void burst_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
-                       uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
-                       Classified* cl) {
+size_t burst_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
+                         uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
+                         Classified* cl) {
   const RulesSnapshot& s = run.s;
   // One keyed rule: the loops specialised on its algorithm and key mode, chosen once per
   // burst (a meter per destination, as DPDK's qos_meter runs, or a token bucket per key).
@@ -51,7 +51,7 @@ void burst_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m, 
   // Many rules (or a few) alike: token buckets all keyed the same way.
   if (s.uniform_token_bucket_key != KeyMode::none)
     return burst_uniform_common_ipv4(run, frames, m, port, now_ns, counters, verdicts, cl);
-  burst<false, KeyMode::none>(run, frames, m, port, now_ns, counters, verdicts, cl);
+  return burst<false, KeyMode::none>(run, frames, m, port, now_ns, counters, verdicts, cl);
 }
 
 }  // namespace sluice::pipeline_run

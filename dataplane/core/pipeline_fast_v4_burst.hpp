@@ -134,7 +134,7 @@ template <KeyMode mode>
 // or of match tables: kUniform, every fast rule a token bucket keyed by kMode
 // (RulesSnapshot::uniform_token_bucket_key), else each keyed by its own mode (kMode unused).
 template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false>
-void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
+size_t burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
            uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts, Classified* cl) {
   const RulesSnapshot& s = run.s;
   const ActionKind default_kind = s.rules.default_action.kind;
@@ -207,6 +207,7 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
                                                             : Verdict::Kind::forward,
                            now_ns};
   uint64_t one_packets = 0, one_bytes = 0;
+  size_t not_now = 0;  // verdicts of the out-of-line paths and the default's drops
   // A new flow's state words (the lookup's slow path takes this by reference): kOne's made
   // once per burst, not once per packet.
   const auto init_one = [&one, now_ns](std::atomic<uint64_t>* st) { one.init_state(st, now_ns); };
@@ -257,6 +258,7 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
           continue;
         }
         verdicts[i] = coloured(run, cr, colour, frames[i], now_ns, counters);
+        not_now += !forwards_now(verdicts[i], now_ns);
         continue;
       }
       if (w != nullptr) [[likely]] {
@@ -295,12 +297,14 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
         }
       }
       verdicts[i] = refused(run, cr, w == nullptr, frames[i], now_ns, counters);
+      not_now += !forwards_now(verdicts[i], now_ns);
     } else if (r == kDefault) {
       ++default_packets;
       default_bytes += p1[i].len;
       verdicts[i] = by_default;
     } else {
       verdicts[i] = general(run, frames[i], cl[general_done++], now_ns, counters);
+      not_now += !forwards_now(verdicts[i], now_ns);
     }
   }
   if constexpr (kOne) {
@@ -317,7 +321,9 @@ void burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t por
       d.packets[size_t(o)] += default_packets;
       d.bytes[size_t(o)] += default_bytes;
     }
+    if (default_kind == ActionKind::drop) not_now += default_packets;
   }
+  return not_now;
 }
 
 }  // namespace

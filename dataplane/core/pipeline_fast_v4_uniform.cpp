@@ -7,9 +7,9 @@ namespace sluice::pipeline_run {
 
 using fast_v4::burst;
 
-void burst_uniform_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m,
-                               uint16_t port, uint64_t now_ns, WorkerCounters& counters,
-                               Verdict* verdicts, Classified* cl) {
+size_t burst_uniform_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m,
+                                 uint16_t port, uint64_t now_ns, WorkerCounters& counters,
+                                 Verdict* verdicts, Classified* cl) {
   const RulesSnapshot& s = run.s;
   switch (s.uniform_token_bucket_key) {
     case KeyMode::five_tuple:
@@ -26,7 +26,7 @@ void burst_uniform_common_ipv4(const Run& run, const Pipeline::Frame* frames, si
       return burst<false, KeyMode::dst_prefix, false, true>(run, frames, m, port, now_ns, counters, verdicts, cl);
     case KeyMode::none: break;
   }
-  burst<false, KeyMode::none>(run, frames, m, port, now_ns, counters, verdicts, cl);
+  return burst<false, KeyMode::none>(run, frames, m, port, now_ns, counters, verdicts, cl);
 }
 
 }  // namespace sluice::pipeline_run

@@ -244,14 +244,15 @@ struct Run {
 
 // process_burst of a snapshot with fast_common_ipv4 set, for m <= kMaxBurst frames
 // (pipeline_fast_v4.cpp): the same verdicts and counters as finish() after classify() of each
-// frame in order. `cl` is scratch space for m entries.
-void burst_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
-                       uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
-                       Classified* cl);
+// frame in order. `cl` is scratch space for m entries. Returns how many verdicts are not
+// forwards_now().
+size_t burst_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
+                         uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
+                         Classified* cl);
 // burst_common_ipv4 of a snapshot with uniform_token_bucket_key set
 // (pipeline_fast_v4_uniform.cpp).
-void burst_uniform_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m,
-                               uint16_t port, uint64_t now_ns, WorkerCounters& counters,
-                               Verdict* verdicts, Classified* cl);
+size_t burst_uniform_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m,
+                                 uint16_t port, uint64_t now_ns, WorkerCounters& counters,
+                                 Verdict* verdicts, Classified* cl);
 
 }  // namespace sluice::pipeline_run

@@ -107,8 +107,10 @@ void Worker::run() {
       // The one clock read of this burst: every packet in it, and the wheel, use this time.
       now_ns = clock_.to_ns(rte_rdtsc());
       if (rules == nullptr) rules = &enter_rules(now_ns);
-      // The wheel's time only moves on drain: move it before pushing this burst's delays.
-      release_due(now_ns);
+      // Held packets due by now leave first. An empty wheel is skipped (its drain is only
+      // its clock's move, a 64-bit division per queue and loop): handle_burst moves it
+      // before it pushes into it.
+      if (!wheel_.empty()) release_due(now_ns);
       if (n != 0) handle_burst(*rules, rxq, pkts, n, now_ns);
     }
     if (rules == nullptr) [[unlikely]] {  // a worker without RX queues
@@ -144,8 +146,19 @@ void Worker::handle_burst(const RulesSnapshot& rules, const WorkerRx& rxq, rte_m
   Verdict* verdicts = verdicts_;
   burst_frames_.describe(pkts, n, frames);
   flows_.observe(rules, frames, n, rxq.port);  // before a DSCP mark changes a frame
-  pipeline_.process_burst(rules, frames, n, rxq.port, now_ns, counters_, verdicts);
+  const size_t not_now =
+      pipeline_.process_burst(rules, frames, n, rxq.port, now_ns, counters_, verdicts);
   if (burst_frames_.gathered() != 0) [[unlikely]] burst_frames_.write_back(pkts, n, frames);
+  if (not_now == 0) [[likely]] {
+    // Every packet leaves now, in order: the burst goes to the TX path as it came, without
+    // a look at its verdicts.
+    send(tx_[rxq.tx], pkts, n, dropped, n_dropped);
+    if (n_dropped != 0) [[unlikely]] rte_pktmbuf_free_bulk(dropped, n_dropped);
+    return;
+  }
+  // The wheel's time only moves on drain: move it before pushing this burst's delays (an
+  // empty wheel was not drained this loop; a drained one is again a no-op).
+  if (wheel_.empty()) release_due(now_ns);
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     const Verdict& v = verdicts[i];

@@ -171,6 +171,57 @@ rules:
   EXPECT_EQ(t.tx_dropped, 0u);
 }
 
+// A burst whose packets all leave now goes to TX whole (process_burst says none is dropped or
+// held); a burst with drops in it is split. Both keep the arrival order and count the same.
+TEST_F(LiveDataplane, AllForwardedAndMixedBurstsLeaveInArrivalOrder) {
+  const std::string yaml = R"(
+default: {action: pass}
+rules:
+  - {name: nine, match: {proto: udp, dst-port: 9}, key: none, rate: 0.001pps, burst: 1,
+     algorithm: token-bucket, action: drop}
+)";
+  RingPort& a = add_port(1);
+  RingPort& b = add_port(1);
+  start(yaml, small_config({a.id(), b.id()}, {1}));
+  auto src = [](int i) { return "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256); };
+  auto src_u32 = [](int i) { return uint32_t(10u << 24 | unsigned(i / 256) << 8 | unsigned(i % 256)); };
+  constexpr int kEach = 200;
+
+  // All forwarded: no frame matches the rule.
+  for (int i = 0; i < kEach; ++i) inject(a, 0, udp_frame(src(i), 7));
+  ASSERT_EQ(collect(b, kEach), size_t(kEach));
+  for (int i = 0; i < kEach; ++i) EXPECT_EQ(src_of(received[size_t(i)]), src_u32(i)) << i;
+
+  // Mixed: every third frame goes to port 9, and all of those but the first are dropped.
+  std::vector<uint32_t> expected;
+  for (int i = kEach; i < 2 * kEach; ++i) inject(a, 0, udp_frame(src(i), i % 3 == 0 ? 9 : 7));
+  bool first_nine = true;
+  for (int i = kEach; i < 2 * kEach; ++i) {
+    if (i % 3 == 0) {
+      if (!first_nine) continue;
+      first_nine = false;
+    }
+    expected.push_back(src_u32(i));
+  }
+  ASSERT_EQ(collect(b, expected.size()), expected.size());
+  ASSERT_EQ(received.size(), size_t(kEach) + expected.size());
+  for (size_t k = 0; k < expected.size(); ++k)
+    EXPECT_EQ(src_of(received[size_t(kEach) + k]), expected[k]) << k;
+
+  dp->stop();
+  const CountersSnapshot s = dp->snapshot();
+  const auto& nine = rule(s, "nine").traffic;
+  const uint64_t nines = uint64_t((2 * kEach - 1) / 3 - (kEach - 1) / 3);  // i % 3 == 0 in [200, 400)
+  EXPECT_EQ(nine.pkts(Outcome::matched), nines);
+  EXPECT_EQ(nine.pkts(Outcome::conformed), 1u);
+  EXPECT_EQ(nine.pkts(Outcome::dropped), nines - 1);
+  EXPECT_EQ(s.default_rule.traffic.pkts(Outcome::passed), uint64_t(2 * kEach) - nines);
+  const WorkerStats t = dp->totals();
+  EXPECT_EQ(t.rx_packets, uint64_t(2 * kEach));
+  EXPECT_EQ(t.tx_packets, uint64_t(kEach) + expected.size());
+  EXPECT_EQ(t.tx_dropped, 0u);
+}
+
 TEST_F(LiveDataplane, SinglePortSendsBackOutOfTheSamePort) {
   RingPort& a = add_port(1);
   start("default: {action: pass}\n", small_config({a.id()}, {1}));

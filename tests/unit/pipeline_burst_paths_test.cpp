@@ -60,12 +60,17 @@ void expect_same_as_one_by_one(const std::string& yaml) {
   burst.push_back({frames[0].data(), 0, 64});
   std::vector<Verdict> verdicts(burst.size());
   const uint64_t now = 1'000'000'000;
-  burst_p->process_burst(burst.data(), burst.size(), 0, now, burst_c, verdicts.data());
+  const size_t not_now =
+      burst_p->process_burst(burst.data(), burst.size(), 0, now, burst_c, verdicts.data());
+  size_t not_now_seen = 0;
   for (size_t i = 0; i < burst.size(); ++i) {
     const Verdict v = single_p->process(burst[i], 0, now, single_c);
     EXPECT_EQ(verdicts[i].kind, v.kind) << "frame " << i;
     EXPECT_EQ(verdicts[i].depart_ns, v.depart_ns) << "frame " << i;
+    not_now_seen += !forwards_now(v, now);
   }
+  // What a worker relies on to send the burst whole: the count of verdicts not "forward now".
+  EXPECT_EQ(not_now, not_now_seen);
   const CountersSnapshot a = burst_p->snapshot({&burst_c}), b = single_p->snapshot({&single_c});
   EXPECT_EQ(a.default_rule.traffic.packets, b.default_rule.traffic.packets);
   EXPECT_EQ(a.default_rule.traffic.bytes, b.default_rule.traffic.bytes);
@@ -147,15 +152,19 @@ void expect_keyed_same_as_one_by_one_as(const std::string& yaml, size_t max_flow
       burst.push_back({f.data(), uint32_t(f.size()), uint32_t(f.size())});
     }
     std::vector<Verdict> verdicts(n);
-    burst_p->process_burst(burst.data(), n, port, now, burst_c, verdicts.data());
+    const size_t not_now =
+        burst_p->process_burst(burst.data(), n, port, now, burst_c, verdicts.data());
+    size_t not_now_seen = 0;
     for (size_t i = 0; i < n; ++i) {
       auto& f = b[done + i];
       const Verdict v = single_p->process(f.data(), uint32_t(f.size()), port, now, single_c);
+      not_now_seen += !forwards_now(v, now);
       ASSERT_EQ(verdicts[i].kind, v.kind) << "frame " << done + i;
       ASSERT_EQ(verdicts[i].depart_ns, v.depart_ns) << "frame " << done + i;
       ASSERT_EQ(a[done + i], f) << "frame " << done + i << " rewritten differently";
       (v.kind == Verdict::Kind::forward ? forwarded : dropped) += 1;
     }
+    ASSERT_EQ(not_now, not_now_seen) << "burst at " << done;
     done += n;
     now += rng() % 400'000;
   }
