@@ -34,6 +34,24 @@ setup() {
   fi
 }
 
+# The longest input each target is given (-max_len; libFuzzer's default grows to 4096 bytes).
+# Past these the inputs only repeat what a shorter one does: more bursts and frames through
+# the same flow tables (pipeline: 1 KiB is ~80 frames, past any fuzzed flow cap of 64), more
+# steps of the same trace (bucket_diff: 512 bytes are up to 256 steps of up to 64 packets),
+# more rules, fields or frames of the same kinds (rules_loader: 1 KiB reaches every limit of
+# rules_loader.hpp but the rule and node counts; control_*). Each input costs time in
+# proportion to its length (docs/FUZZING.md).
+# An explicit -max_len after -- wins.
+max_len() {
+  case $1 in
+    frame_parser) echo 4096 ;;  # one frame: jumbo lengths stay reachable
+    pipeline) echo 1024 ;;
+    bucket_diff) echo 512 ;;
+    rules_loader | control_request | control_reply) echo 1024 ;;
+    *) echo 4096 ;;  # pcap_reader, xdp_program: records of up to 3,000 bytes
+  esac
+}
+
 # run TARGET SECONDS [libFuzzer args...]
 run() {
   local target=$1 seconds=$2
@@ -48,10 +66,14 @@ run() {
   local time_args=()
   if [ "$seconds" != 0 ]; then time_args=(-max_total_time="$seconds"); fi
   echo "=== fuzz $target ${seconds}s ==="
-  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+  # malloc_context_size=5: each allocation records 5 frames of its stack, not 30 (the
+  # unwinding and storing was 5-10% of a run). What ASan detects does not change, only how
+  # much of an allocation's stack a report shows: rerun an artifact with
+  # ASAN_OPTIONS=malloc_context_size=30 for the whole of it.
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:malloc_context_size=5} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
     "$build/tests/fuzz/fuzz_$target" "${time_args[@]}" -print_final_stats=1 -timeout=25 \
-      -rss_limit_mb=2048 -artifact_prefix="$artifacts/" "$@" \
+      -rss_limit_mb=2048 -max_len="$(max_len "$target")" -artifact_prefix="$artifacts/" "$@" \
       "$work" "$root/tests/fuzz/corpus/$target"
 }
 

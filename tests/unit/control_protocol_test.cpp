@@ -197,6 +197,26 @@ TEST(ControlMessages, EveryRequestRoundTripsThroughItsEncoder) {
             "request");
 }
 
+// encode_error writes its text by hand: it must be what dump_json makes of the same document
+// (keys sorted, no spaces, control characters escaped, invalid UTF-8 replaced).
+TEST(ControlMessages, ErrorRepliesAreWhatNlohmannWrites) {
+  const std::string messages[] = {"", "rules changed", "quote \" backslash \\ slash /",
+                                  std::string("nul \0 bell \a esc \x1b del \x7f", 24),
+                                  "tab\t nl\n cr\r ff\f bs\b", "h\xc3\xa9llo \xe2\x82\xac",
+                                  "bad \xff name", "cut \xc3"};
+  for (ErrorKind kind : {ErrorKind::usage, ErrorKind::invalid, ErrorKind::conflict,
+                         ErrorKind::unsupported, ErrorKind::runtime})
+    for (uint64_t id : {uint64_t{0}, uint64_t{42}, UINT64_MAX})
+      for (const std::string& m : messages) {
+        nlohmann::json doc = {{"version", kProtocolVersion},
+                              {"id", id},
+                              {"ok", false},
+                              {"error", {{"kind", error_kind_name(kind)}, {"message", m}}}};
+        EXPECT_EQ(encode_error({id, kind, m}),
+                  doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      }
+}
+
 TEST(ControlMessages, RepliesDecodeAndMalformedRepliesAreErrors) {
   auto ok = decode_reply(encode_result(3, {{"x", 1}}));
   ASSERT_TRUE(ok) << ok.error().message;
