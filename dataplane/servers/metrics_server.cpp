@@ -167,9 +167,15 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
       return;
     }
     std::shared_ptr<const std::string> body;
-    {
+    auto cached = [&] {
       std::lock_guard lock(published->mu);
       if (published->from == source && published->seq == taken.seq) body = published->body;
+      return body != nullptr;
+    };
+    std::unique_lock<std::mutex> encoding;
+    if (!cached()) {
+      encoding = std::unique_lock(published->encoding);
+      cached();  // another scrape may have encoded it meanwhile
     }
     if (!body) {
       // Encoded outside the lock: a scrape of megabytes holds no other scrape.

@@ -71,6 +71,9 @@ class MetricsServer {
     std::shared_ptr<CountersSource> from;  // guarded by mu
     uint64_t seq = 0;                      // guarded by mu
     std::shared_ptr<const std::string> body;  // guarded by mu
+    // Held while one scrape encodes a snapshot, so that scrapes arriving together encode it
+    // once and share the text (ten of megabytes each took the CPUs past the shutdown wait).
+    std::mutex encoding;
   };
   std::shared_ptr<Published> published_ = std::make_shared<Published>();
   std::shared_ptr<std::atomic<bool>> abandoned_ = std::make_shared<std::atomic<bool>>(false);
