@@ -167,15 +167,22 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
       return;
     }
     std::shared_ptr<const std::string> body;
-    auto cached = [&] {
-      std::lock_guard lock(published->mu);
-      if (published->from == source && published->seq == taken.seq) body = published->body;
-      return body != nullptr;
-    };
-    std::unique_lock<std::mutex> encoding;
-    if (!cached()) {
-      encoding = std::unique_lock(published->encoding);
-      cached();  // another scrape may have encoded it meanwhile
+    {
+      std::unique_lock lock(published->mu);
+      for (int waits = 0;; ++waits) {
+        if (published->from == source && published->seq == taken.seq) {
+          body = published->body;
+          break;
+        }
+        const bool underway =
+            published->encoding_from == source && published->encoding_seq == taken.seq;
+        if (!underway || waits == 2) {  // encode it here (after 2 s, whatever the other does)
+          published->encoding_from = source;
+          published->encoding_seq = taken.seq;
+          break;
+        }
+        published->encoded.wait_for(lock, std::chrono::seconds(1));
+      }
     }
     if (!body) {
       // Encoded outside the lock: a scrape of megabytes holds no other scrape.
@@ -186,6 +193,9 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
         published->seq = taken.seq;
         published->body = body;
       }
+      if (published->encoding_from == source && published->encoding_seq == taken.seq)
+        published->encoding_from.reset();
+      published->encoded.notify_all();
     }
     res.set_content(*body, "text/plain; version=0.0.4; charset=utf-8");
   });

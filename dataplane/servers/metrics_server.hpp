@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -71,9 +72,12 @@ class MetricsServer {
     std::shared_ptr<CountersSource> from;  // guarded by mu
     uint64_t seq = 0;                      // guarded by mu
     std::shared_ptr<const std::string> body;  // guarded by mu
-    // Held while one scrape encodes a snapshot, so that scrapes arriving together encode it
-    // once and share the text (ten of megabytes each took the CPUs past the shutdown wait).
-    std::mutex encoding;
+    // The snapshot a scrape is encoding now, so that scrapes of it arriving together wait for
+    // that text instead of encoding it again (ten of megabytes each kept the CPUs busy past
+    // the shutdown wait); a scrape of another snapshot does not wait.
+    std::shared_ptr<CountersSource> encoding_from;  // guarded by mu
+    uint64_t encoding_seq = 0;                      // guarded by mu
+    std::condition_variable encoded;
   };
   std::shared_ptr<Published> published_ = std::make_shared<Published>();
   std::shared_ptr<std::atomic<bool>> abandoned_ = std::make_shared<std::atomic<bool>>(false);
