@@ -35,9 +35,7 @@ rules:
   - {name: ntp-dry, match: {proto: udp, dst-port: 123}, key: none, rate: 0.001pps, burst: 1,
      action: pass}
 )";
-  RingPort& a = add_port(1);
-  RingPort& b = add_port(1);
-  start(yaml, small_config({a.id(), b.id()}, {1}));
+  auto [a, b] = start_pair(yaml);
 
   inject(a, 0, udp_frame("10.0.0.1", 53), 10);                                      // 3 pass, 7 drop
   inject(a, 0, PacketBuilder().ipv4("10.0.0.2", "192.0.2.1").tcp(999, 80).build(), 5);  // 2 + 3 marked
@@ -92,9 +90,7 @@ rules:
   - {name: nine, match: {proto: udp, dst-port: 9}, key: none, rate: 0.001pps, burst: 1,
      algorithm: token-bucket, action: drop}
 )";
-  RingPort& a = add_port(1);
-  RingPort& b = add_port(1);
-  start(yaml, small_config({a.id(), b.id()}, {1}));
+  auto [a, b] = start_pair(yaml);
   auto src = [](int i) { return "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256); };
   auto src_u32 = [](int i) { return uint32_t(10u << 24 | unsigned(i / 256) << 8 | unsigned(i % 256)); };
   constexpr int kEach = 200;

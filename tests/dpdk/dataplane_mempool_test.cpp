@@ -24,9 +24,7 @@ default: {action: pass}
 rules:
   - {name: slow, key: none, rate: 10pps, burst: 1, algorithm: leaky-bucket, max-delay: 1s}
 )";
-  RingPort& a = add_port(1);
-  RingPort& b = add_port(1);
-  start(yaml, small_config({a.id(), b.id()}, {1}));
+  auto [a, b] = start_pair(yaml);
   const unsigned total = dp->mbufs_total();
   inject(a, 0, udp_frame("10.0.0.1", 7), 10);
   EXPECT_EQ(collect(b, 1, std::chrono::milliseconds(2000)), 1u);

@@ -28,9 +28,7 @@ rules:
   - {name: per-source, match: {proto: udp, dst-port: 5353}, key: src-ip, rate: 0.001pps,
      burst: 5, algorithm: gcra, action: drop}
 )";
-  RingPort& a = add_port(2);
-  RingPort& b = add_port(2);
-  start(yaml, small_config({a.id(), b.id()}, {1, 2}));
+  auto [a, b] = start_pair(yaml, {1, 2}, 2);
 
   // 2000 DNS packets on each queue: both workers charge the one aggregate at once.
   std::vector<rte_mbuf*> q0, q1;
@@ -94,9 +92,7 @@ default: {action: pass}
 rules:
   - {name: aggregate, key: none, rate: 20kpps, burst: 100, algorithm: token-bucket, action: drop}
 )";
-  RingPort& a = add_port(2);
-  RingPort& b = add_port(2);
-  start(yaml, small_config({a.id(), b.id()}, {1, 2}));
+  auto [a, b] = start_pair(yaml, {1, 2}, 2);
   const std::vector<uint8_t> frame = udp_frame("10.0.0.1", 9);
   const auto t0 = std::chrono::steady_clock::now();
   const auto until = t0 + std::chrono::milliseconds(500);

@@ -24,9 +24,11 @@ default: {action: pass}
 rules:
   - {name: shape, key: none, rate: 1000pps, burst: 1, algorithm: leaky-bucket, max-delay: 100ms}
 )";
-  RingPort& a = add_port(1);
-  RingPort& b = add_port(1);
-  start(yaml, small_config({a.id(), b.id()}, {1}));
+  // Named references, not a structured binding: the lambda below captures b (clang 14
+  // refuses to capture a binding).
+  const PortPair ports = start_pair(yaml);
+  RingPort& a = ports.a;
+  RingPort& b = ports.b;
 
   constexpr int kTrain = 20;
   std::vector<rte_mbuf*> frames;

@@ -79,6 +79,19 @@ class LiveDataplane : public ::testing::Test {
     ASSERT_TRUE(dp->start());
   }
 
+  struct PortPair {
+    RingPort& a;
+    RingPort& b;
+  };
+
+  // Two ports of `queues` RX queues each, forwarding to each other, polled by `lcores`.
+  PortPair start_pair(const std::string& yaml, std::vector<unsigned> lcores = {1}, unsigned queues = 1) {
+    RingPort& a = add_port(queues);
+    RingPort& b = add_port(queues);
+    start(yaml, small_config({a.id(), b.id()}, std::move(lcores)));
+    return {a, b};
+  }
+
   // Sends frames into RX queue q of `port` from the dataplane's own pool.
   void inject(RingPort& port, unsigned q, const std::vector<uint8_t>& frame, int copies = 1) {
     for (int i = 0; i < copies; ++i) {
