@@ -6,8 +6,8 @@ import struct
 BYTES, PACKETS = True, False
 KEYS = {"none": 0, "src_ip": 1, "dst_ip": 2, "src_dst": 3, "five_tuple": 4,
         "src_prefix": 5, "dst_prefix": 6}
-ALGS = {"token_bucket": 0, "gcra": 1, "leaky_bucket": 2, "fixed_window": 3,
-        "sliding_window": 4, "srtcm": 5, "trtcm": 6}
+ALGS = {"token_bucket": 0, "gcra": 1, "leaky_bucket": 2, "srtcm": 3, "trtcm": 4,
+        "sliding_window": 5, "fixed_window": 6}  # sluice_enums.h
 
 
 class Input:
@@ -152,15 +152,15 @@ def common_burst(n, rules, offset=0):
 
 def seeds():
     out = {}
-    # 64 keyed token buckets alike (five-tuple) on sibling /24s 256 apart: the uniform loops,
+    # 66 keyed token buckets alike (five-tuple) on sibling /24s 256 apart: the uniform loops,
     # the tables above 64 rules (summary words).
     i = Input()
-    header(i, 1, 64, 1, "five_tuple", shift4=8)
+    header(i, 1, 66, 1, "five_tuple", shift4=8)
     rule(i, dst=(4, 24, 0), key="five_tuple", rate=1000, burst=2)
     template_steps(i)
     options(i)
     for b in range(2):
-        frames(i, common_burst(32, 64, 11 * b), ("same", 0) if b else ("ms", 1000))
+        frames(i, common_burst(32, 66, 11 * b), ("same", 0) if b else ("ms", 1000))
     out["many_uniform_siblings"] = bytes(i.out)
     # 70 rules of 2 templates, /32s one apart (clustered: IntervalIndex splits its buckets),
     # nested by a length step, ports shifted: token buckets each keyed by its template's key.
