@@ -178,7 +178,13 @@ inline void many_rules(FuzzInput& in, RuleSet& out, AddressPool& pool) {
   else if (in.take(base4, 4) < 4) std::memset(base4, 0, 4);
   if (in.flag()) std::memcpy(base6, fixed.v6[in.range(0, 3)], 16);
   else if (in.take(base6, 16) < 16) std::memset(base6, 0, 16);
-  const unsigned shift4 = unsigned(in.range(0, 31)), shift6 = unsigned(in.range(0, 127));
+  // Replicas 2^shift apart. Mostly a shift of 20-31 (v6: 116-127): 70 replicas' starts then
+  // crowd the index's first buckets for shifts up to 23, which split to at most 2^12; one
+  // value in 8 any shift, down to clusters that even 2^16 buckets do not split. The index
+  // builds 2^bits buckets per prefix field, so 2^16 makes an input ~10x the cost of the rest.
+  const unsigned s4 = unsigned(in.u8()), s6 = unsigned(in.u8());
+  const unsigned shift4 = s4 < 32 ? s4 : 20 + s4 % 12;
+  const unsigned shift6 = s6 < 32 ? s6 * 4 : 116 + s6 % 12;
   pool.n4 = pool.n6 = AddressPool::kMax;
   for (unsigned j = 0; j < AddressPool::kMax; ++j) {
     address_at(base4, 4, shift4, j, pool.v4[j]);

@@ -95,7 +95,7 @@ def rule(i, src=None, dst=None, proto=None, dst_port=None, key="five_tuple", alg
 
 
 
-def header(i, templates, n_rules, shape, shared_key="five_tuple", shift4=8, shift6=64,
+def header(i, templates, n_rules, shape, shared_key="five_tuple", shift4=24, shift6=120,
            default="pass"):
     action(i, default)
     i.u8(192)  # the rule count byte: many rules
@@ -105,9 +105,10 @@ def header(i, templates, n_rules, shape, shared_key="five_tuple", shift4=8, shif
     i.range(1, 6, KEYS[shared_key])
     i.flag(True), i.range(0, 4, 0)  # base 10.0.0.1
     i.flag(True), i.range(0, 3, 0)  # base 2001:db8::1
-    i.range(0, 31, shift4)
-    i.range(0, 127, shift6)
-
+    # fuzz_pipeline_rules.hpp's shift bytes: below 32 any shift (v6: 4 times it), else 20 +
+    # (v6: 116 +) the byte mod 12
+    i.u8(shift4 if shift4 < 20 else 32 + shift4 - 20)
+    i.u8(shift6 // 4 if shift6 < 116 else 32 + shift6 - 116)
 
 def template_steps(i, len_step=0, port_step=0, parent=False):
     i.range(0, 3, len_step)
@@ -152,10 +153,10 @@ def common_burst(n, rules, offset=0):
 
 def seeds():
     out = {}
-    # 66 keyed token buckets alike (five-tuple) on sibling /24s 256 apart: the uniform loops,
+    # 66 keyed token buckets alike (five-tuple) on /24s 2^22 apart (crowded first buckets): the uniform loops,
     # the tables above 64 rules (summary words).
     i = Input()
-    header(i, 1, 66, 1, "five_tuple", shift4=8)
+    header(i, 1, 66, 1, "five_tuple", shift4=22)
     rule(i, dst=(4, 24, 0), key="five_tuple", rate=1000, burst=2)
     template_steps(i)
     options(i)
@@ -177,7 +178,7 @@ def seeds():
     # 12 rules of 3 templates as fuzzed (a meter, a shaper, a windowed policer with the
     # template as parent), IPv6 and IPv4 prefixes: the general stages among many rules.
     i = Input()
-    header(i, 3, 12, 0, shift4=4, shift6=80, default="drop")
+    header(i, 3, 12, 0, shift4=21, shift6=118, default="drop")
     rule(i, src=(6, 64, 0), key="src_ip", alg="srtcm", rate=1000, burst=2)
     template_steps(i)
     rule(i, dst=(4, 28, 0), key="none", alg="leaky_bucket", unit=BYTES, rate=100000, burst=1500)
@@ -192,7 +193,7 @@ def seeds():
     # 6 keyed srtcm meters (green passes) among keyed token buckets: the per-rule shares of the
     # common-IPv4 burst with meters, not uniform.
     i = Input()
-    header(i, 2, 6, 3, "dst_ip", shift4=16)
+    header(i, 2, 6, 3, "dst_ip", shift4=24)
     rule(i, dst=(4, 16, 0), key="dst_ip", alg="srtcm", rate=200, burst=4)
     template_steps(i)
     rule(i, src=(4, 16, 0), key="five_tuple", rate=300, burst=2)
