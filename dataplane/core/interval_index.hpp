@@ -38,14 +38,20 @@ class IntervalIndex {
       ++bits;
     shift_ = kKeyBits - bits;
     const size_t nbuckets = size_t{1} << bits;
-    buckets_.assign(nbuckets + 1, 0);
-    size_t at = 0;  // the last interval starting at or below bucket j's first key
-    for (size_t j = 0; j < nbuckets; ++j) {
-      const Key first = Key(j) << shift_;
-      while (at + 1 < starts_.size() && starts_[at + 1] <= first) ++at;
-      buckets_[j] = uint32_t(at);
+    // Bucket j holds the last interval starting at or below its first key, j << shift_:
+    // interval i holds the buckets from the first at or above its start to the one before
+    // the first at or above the next start, and bucket nbuckets the last interval. Written
+    // run by run, each word once (up to 2^16 buckets: a walk testing every bucket's key
+    // against the next start cost more than the rest of a Classifier's build).
+    buckets_.clear();
+    buckets_.reserve(nbuckets + 1);
+    const Key low_bits = (Key(1) << shift_) - 1;
+    for (size_t i = 0; i + 1 < starts_.size(); ++i) {
+      const Key next = starts_[i + 1];
+      const size_t end = size_t(next >> shift_) + ((next & low_bits) != 0 ? 1 : 0);
+      buckets_.insert(buckets_.end(), end - buckets_.size(), uint32_t(i));
     }
-    buckets_[nbuckets] = uint32_t(starts_.size() - 1);
+    buckets_.insert(buckets_.end(), nbuckets + 1 - buckets_.size(), uint32_t(starts_.size() - 1));
   }
 
   // A bucket starting more intervals than this is split further, if the key has bits left.

@@ -1,21 +1,32 @@
-// libFuzzer target: the whole pipeline. A RuleSet built from the fuzz bytes (a few rules with
-// random match fields, keys, algorithms, rates, bursts and parents; built directly, not
-// through the rules loader), then bursts of fuzzed frames at fuzzed timestamps (forward,
-// equal, backward, days ahead) through Pipeline::process_burst. After every burst the
-// counters must keep the identities of docs/SEMANTICS.md, and a lone token-bucket or gcra
-// rule with one shared bucket must never have conformed more than B + r*T (SPEC §3).
+// libFuzzer target: the whole pipeline. A RuleSet built from the fuzz bytes (1-4 rules with
+// random match fields, keys, algorithms, rates, bursts and parents, or 5-70 replicas of a few
+// such templates: fuzz_pipeline_rules.hpp; built directly, not through the rules loader), then
+// bursts of fuzzed frames at fuzzed timestamps (forward, equal, backward, days ahead) through
+// Pipeline::process_burst. After every burst the counters must keep the identities of
+// docs/SEMANTICS.md, and a lone token-bucket or gcra rule with one shared bucket must never
+// have conformed more than B + r*T (SPEC §3). When the snapshot takes one of process_burst's
+// shortcuts (the common-IPv4 burst, burst charging of aggregate policers), a second pipeline
+// of the same rules runs the same frames one at a time (process()): every verdict, every
+// rewritten byte and, at the end, every counter and flow count must be the same (as
+// tests/unit/pipeline_burst_paths_test.cpp holds them). With match tables (more than
+// Classifier::kLinearRules rules) every well-formed frame's rule is also the first rule of
+// the linear walk (tests/common/linear_classifier.hpp), by classify() and, for a common IPv4
+// frame, by classify_common_ipv4().
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
-#include <arpa/inet.h>
-
+#include "frame_fast_v4.hpp"
 #include "fuzz_frame_writer.hpp"
 #include "fuzz_input.hpp"
+#include "fuzz_pipeline_rules.hpp"
+#include "linear_classifier.hpp"
 #include "pipeline.hpp"
 #include "rules.hpp"
+#include "rules_snapshot.hpp"
 
 using namespace sluice;
 using sluice::fuzz::FrameSlots;
@@ -25,112 +36,19 @@ using sluice::fuzz::L4Kind;
 
 namespace {
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_pipeline: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::AddressPool;
 
-const char* const kV4[] = {"10.0.0.1", "10.0.0.2", "10.1.2.3", "192.0.2.1", "198.51.100.7"};
-const char* const kV6[] = {"2001:db8::1", "2001:db8::2", "fe80::1", "2001:db8:1::5"};
+void check(bool ok, const char* what) { sluice::fuzz::pipeline_check(ok, what); }
 
-// kV4 and kV6 as bytes, parsed once.
-struct Addresses {
-  uint8_t v4[5][4];
-  uint8_t v6[4][16];
-};
-const Addresses& addresses() {
-  static const Addresses a = [] {
-    Addresses x{};
-    for (size_t i = 0; i < 5; ++i) check(inet_pton(AF_INET, kV4[i], x.v4[i]) == 1, "bad kV4");
-    for (size_t i = 0; i < 4; ++i) check(inet_pton(AF_INET6, kV6[i], x.v6[i]) == 1, "bad kV6");
-    return x;
-  }();
-  return a;
-}
-
-Cidr cidr(FuzzInput& in) {
-  Cidr c;
-  c.family = in.flag() ? 6 : 4;
-  const unsigned max_len = c.family == 4 ? 32 : 128;
-  c.prefix_len = uint8_t(in.range(0, max_len));
-  // Mostly the addresses the frames use, so rules do match.
-  if (in.flag()) {
-    const Addresses& a = addresses();
-    const uint8_t* bytes = c.family == 4 ? a.v4[in.range(0, 4)] : a.v6[in.range(0, 3)];
-    for (unsigned i = 0; i < max_len / 8; ++i) c.addr[i] = bytes[i];
-  } else {
-    in.take(c.addr.data(), max_len / 8);
-  }
-  // The loader keeps host bits zero; so do we.
-  for (unsigned bit = c.prefix_len; bit < max_len; ++bit)
-    c.addr[bit / 8] &= uint8_t(~(0x80u >> (bit % 8)));
-  return c;
-}
-
-Rate rate(FuzzInput& in, CostUnit unit) {
-  // Round rates (exact profiles) and arbitrary ones, from 1/s up to the documented top.
-  static const uint64_t kRound[] = {1, 10, 1000, 64'000, 1'000'000, 10'000'000, 125'000'000,
-                                    1'250'000'000, 50'000'000'000};
-  Rate r;
-  r.unit = unit;
-  r.per_sec_num = in.flag() ? kRound[in.range(0, 8)] : in.range(1, 50'000'000'000ull);
-  r.per_sec_den = in.flag() ? 1 : in.range(1, 1000);
-  return r;
-}
-
-Action action(FuzzInput& in) {
-  switch (in.range(0, 2)) {
-    case 0: return Action{ActionKind::pass, 0};
-    case 1: return Action{ActionKind::drop, 0};
-    default: return Action{ActionKind::mark_dscp, uint8_t(in.range(0, 63))};
-  }
-}
-
-Rule rule(FuzzInput& in, size_t index) {
-  Rule r;
-  r.name = "r" + std::to_string(index);
-  if (in.flag()) r.match.src = cidr(in);
-  if (in.flag()) r.match.dst = cidr(in);
-  if (in.flag()) r.match.proto = uint8_t(in.flag() ? 17 : in.range(0, 255));
-  if (in.flag()) {
-    uint16_t lo = uint16_t(in.range(0, 2000)), hi = uint16_t(lo + in.range(0, 2000));
-    r.match.dst_port = PortRange{lo, hi};
-  }
-  if (in.flag()) r.match.vlan = uint16_t(in.range(0, 4095));
-  if (in.flag()) r.match.dscp = uint8_t(in.range(0, 63));
-  if (in.flag()) r.match.port = uint16_t(in.range(0, 3));
-  r.key = KeyMode(in.range(0, 6));
-  if (r.key == KeyMode::src_prefix || r.key == KeyMode::dst_prefix)
-    r.key_prefix_len = uint8_t(in.range(0, 128));
-  r.algorithm = Algorithm(in.range(0, 6));
-  const CostUnit unit = in.flag() ? CostUnit::bytes : CostUnit::packets;
-  r.rate = rate(in, unit);
-  r.burst = unit == CostUnit::bytes ? in.range(64, 2'000'000) : in.range(1, 100'000);
-  r.excess_burst = in.range(0, r.burst * 2);
-  r.peak_rate = r.rate;
-  r.peak_rate.per_sec_num = r.rate.per_sec_num * in.range(1, 4);
-  r.peak_burst = r.burst + in.range(0, r.burst);
-  r.window_ns = in.range(1000, 10'000'000'000ull);
-  r.limit = in.range(1, 1'000'000);
-  r.limit_unit = in.flag() ? CostUnit::bytes : CostUnit::packets;
-  r.max_delay_ns = in.range(1, 60'000'000'000ull);
-  r.overhead_bytes = uint32_t(in.flag() ? 0 : in.range(0, 64));
-  r.action = action(in);
-  r.colour_actions = ColourActions{action(in), action(in), action(in)};
-  if (in.flag()) r.overflow = action(in);
-  r.max_flows = in.range(0, 64);
-  r.idle_timeout_ns = in.range(1, 120'000'000'000ull);
-  return r;
-}
-
-// One frame into `slots`' slot i; returns its length. Reads the input as PacketBuilder's
-// version of this function did, so a corpus means the same frames.
-uint32_t frame(FuzzInput& in, FrameSlots& slots, size_t i) {
+// One frame into `slots`' slot i, its addresses from `pool`; returns its length. Reads the
+// input as PacketBuilder's version of this function did (with the fixed addresses), so a
+// corpus of 1-4 rules means the same frames. `common`: the many-rule mode, where 8 of 16
+// kinds are kind 2 (untagged IPv4), so that most frames can take the common-IPv4 burst.
+uint32_t frame(FuzzInput& in, FrameSlots& slots, size_t i, const AddressPool& pool, bool common) {
   uint8_t* out = slots.open(i);
   size_t len;
-  const unsigned kind = unsigned(in.range(0, 7));
+  unsigned kind = unsigned(common ? in.range(0, 15) : in.range(0, 7));
+  if (kind > 7) kind = 2;
   if (kind == 0) {  // raw bytes: malformed, non-IP, anything
     len = in.take(out, in.range(0, 200));
   } else {
@@ -138,14 +56,13 @@ uint32_t frame(FuzzInput& in, FrameSlots& slots, size_t i) {
     if (kind & 4) s.vlan = int(in.range(0, 4095));
     s.dscp = uint8_t(in.range(0, 63));
     s.ipv6 = (kind & 1) != 0;
-    const Addresses& a = addresses();
     const uint8_t *src, *dst;
     if (s.ipv6) {
-      src = a.v6[in.range(0, 3)];
-      dst = a.v6[in.range(0, 3)];
+      src = pool.v6[in.range(0, pool.n6 - 1)];
+      dst = pool.v6[in.range(0, pool.n6 - 1)];
     } else {
-      src = a.v4[in.range(0, 4)];
-      dst = a.v4[in.range(0, 4)];
+      src = pool.v4[in.range(0, pool.n4 - 1)];
+      dst = pool.v4[in.range(0, pool.n4 - 1)];
     }
     switch (in.range(0, 3)) {
       case 0: s.l4 = L4Kind::udp, s.src_port = in.u16(), s.dst_port = uint16_t(in.range(0, 4000)); break;
@@ -177,11 +94,39 @@ bool same(const TrafficCounters& a, const TrafficCounters& b) {
   return a.packets == b.packets && a.bytes == b.bytes;
 }
 
+// The flows and counters of two snapshots of the same rules, rule by rule.
+void check_same_snapshots(const CountersSnapshot& a, const CountersSnapshot& b) {
+  check(a.rules.size() == b.rules.size(), "burst and one-by-one snapshots differ in rules");
+  for (size_t i = 0; i < a.rules.size(); ++i) {
+    check(same(a.rules[i].traffic, b.rules[i].traffic),
+          "a rule's counters differ between burst and one-by-one");
+    check(a.rules[i].active_flows == b.rules[i].active_flows &&
+              a.rules[i].flows_evicted == b.rules[i].flows_evicted,
+          "a rule's flows differ between burst and one-by-one");
+  }
+  check(same(a.default_rule.traffic, b.default_rule.traffic),
+        "the default's counters differ between burst and one-by-one");
+}
+
+// With match tables: the classifier's answer for one frame is the linear walk's.
+void check_classified(const Classifier& tables, const sluice::testing::LinearClassifier& linear,
+                      const uint8_t* data, uint32_t len, uint16_t port) {
+  ParsedFrame pf;
+  parse_frame_into(data, len, len, pf);
+  if (pf.status != FrameStatus::ok) return;  // never classified
+  const int want = linear.classify(pf, port);
+  check(tables.classify(pf, port) == want, "match tables and the linear walk disagree");
+  Ipv4Fields f;
+  if (parse_common_ipv4_fields(data, len, len, f))
+    check(tables.classify_common_ipv4(f, port) == want,
+          "classify_common_ipv4 and the linear walk disagree");
+}
+
 }  // namespace
 
 // Once, before the first input: the frames written in place are PacketBuilder's.
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  check(sluice::fuzz::same_as_packet_builder(kV4, 5, kV6, 4),
+  check(sluice::fuzz::same_as_packet_builder(sluice::fuzz::kV4, 5, sluice::fuzz::kV6, 4),
         "write_frame and PacketBuilder build different frames");
   return 0;
 }
@@ -189,21 +134,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzInput in(data, size);
   RuleSet built;
-  built.rules.reserve(4);
-  built.default_action = action(in);
-  const size_t n_rules = in.range(1, 4);
-  for (size_t i = 0; i < n_rules; ++i) {
-    built.rules.push_back(rule(in, i));
-    // A parent is any other rule but itself; cycles are possible on purpose: the pipeline
-    // must refuse them (the loader normally does), not loop.
-    if (in.range(0, 3) == 0) {
-      size_t parent = in.range(0, n_rules - 1);
-      if (parent != i) {
-        built.rules.back().parent = "r" + std::to_string(parent);
-        built.rules.back().parent_index = int(parent);
-      }
-    }
-  }
+  built.default_action = sluice::fuzz::fuzzed_action(in);
+  const unsigned count = in.u8();
+  const bool many = count >= 192;
+  AddressPool many_pool;
+  if (many) sluice::fuzz::many_rules(in, built, many_pool);
+  else sluice::fuzz::few_rules(in, 1 + count % 4, built);
+  const AddressPool& pool = many ? many_pool : sluice::fuzz::fixed_addresses();
   // The loader refuses parent cycles; the pipeline is handed only what the loader accepts.
   for (size_t i = 0; i < built.rules.size(); ++i) {
     size_t steps = 0;
@@ -215,6 +152,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.single_writer = true;
   opts.stale_read_tolerance_ns = in.flag() ? 0 : SL_STEP_TOLERANCE_NS;
   opts.default_max_flows = 1 + in.range(0, 255);
+  RuleSet copy = built;
   auto made = Pipeline::create(std::move(built), opts);
   if (!made) {  // a combination the profile builder refuses: it must say why
     check(!made.error().message.empty(), "Pipeline::create failed without a message");
@@ -223,6 +161,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<Pipeline> pipeline = std::move(made).value();
   const RuleSet& rs = pipeline->rules();  // the set it runs (moved in, not copied)
   WorkerCounters counters = pipeline->make_counters();
+  const RulesSnapshot& snap = pipeline->enter(counters, 0);
+
+  // The one-by-one twin, only where process_burst has a path of its own: otherwise it
+  // classifies every frame and then finishes each, which is process() in another order of
+  // side-effect-free steps.
+  std::unique_ptr<Pipeline> twin;
+  WorkerCounters twin_counters;
+  if (snap.fast_common_ipv4 || snap.any_burstable || snap.rules_free_default) {
+    auto made_twin = Pipeline::create(std::move(copy), opts);
+    check(made_twin.ok(), "the same rules made a pipeline once and not twice");
+    twin = std::move(made_twin).value();
+    twin_counters = twin->make_counters();
+  }
+  std::optional<sluice::testing::LinearClassifier> linear;
+  if (!snap.classifier.linear()) linear.emplace(rs.rules);
 
   // One shared token-bucket/gcra bucket that every charge of rule 0 goes through.
   const Rule& r0 = rs.rules[0];
@@ -232,7 +185,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint64_t first = now;
   bool monotone = true;
 
-  static FrameSlots slots(Pipeline::kMaxBurst);
+  static FrameSlots slots(Pipeline::kMaxBurst), twin_slots(Pipeline::kMaxBurst);
   Pipeline::Frame frames[Pipeline::kMaxBurst];
   Verdict verdicts[Pipeline::kMaxBurst];
   for (int burst = 0; burst < 48 && !in.empty(); ++burst) {
@@ -247,10 +200,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     const size_t n = in.range(1, Pipeline::kMaxBurst);
     for (size_t i = 0; i < n; ++i) {
-      const uint32_t len = frame(in, slots, i);
+      const uint32_t len = frame(in, slots, i, pool, many);
       frames[i] = Pipeline::Frame{slots.data(i), len};
+      if (twin) {
+        std::memcpy(twin_slots.open(i), slots.data(i), len);
+        twin_slots.close(i, len);
+      }
     }
-    pipeline->process_burst(frames, n, uint16_t(in.range(0, 3)), now, counters, verdicts);
+    const uint16_t port = uint16_t(in.range(0, 3));
+    if (linear)
+      for (size_t i = 0; i < n; ++i)
+        check_classified(snap.classifier, *linear, frames[i].data, frames[i].len, port);
+    const size_t not_now = pipeline->process_burst(frames, n, port, now, counters, verdicts);
+    if (twin) {
+      size_t twin_not_now = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const Verdict v = twin->process(twin_slots.data(i), frames[i].len, port, now, twin_counters);
+        check(v.kind == verdicts[i].kind && v.depart_ns == verdicts[i].depart_ns,
+              "a verdict differs between burst and one-by-one");
+        check(std::memcmp(twin_slots.data(i), frames[i].data, frames[i].len) == 0,
+              "a frame rewritten differently by burst and one-by-one");
+        twin_not_now += !forwards_now(v, now);
+      }
+      check(twin_not_now == not_now, "process_burst's count of verdicts not forwarding now");
+    }
     for (size_t i = 0; i < n; ++i)
       if (verdicts[i].kind == Verdict::Kind::forward)
         check(verdicts[i].depart_ns - now <= 60'000'000'000ull, "departs before arrival or > 60 s later");
@@ -274,12 +247,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // A snapshot per input, not per burst (its allocations were ~5% of the run): it must list
   // every rule with exactly the counters the bursts were checked on.
-  CountersSnapshot snap = pipeline->snapshot({&counters});
-  check(snap.rules.size() == rs.rules.size(), "a snapshot without every rule");
+  CountersSnapshot snap_of_counters = pipeline->snapshot({&counters});
+  check(snap_of_counters.rules.size() == rs.rules.size(), "a snapshot without every rule");
   for (size_t i = 0; i < rs.rules.size(); ++i)
-    check(snap.rules[i].name == rs.rules[i].name && same(snap.rules[i].traffic, counters.rule(i)),
+    check(snap_of_counters.rules[i].name == rs.rules[i].name && same(snap_of_counters.rules[i].traffic, counters.rule(i)),
           "a snapshot's rule counters are not the worker's");
-  check(same(snap.default_rule.traffic, counters.default_rule()),
+  check(same(snap_of_counters.default_rule.traffic, counters.default_rule()),
         "a snapshot's default counters are not the worker's");
+  if (twin) check_same_snapshots(snap_of_counters, twin->snapshot({&twin_counters}));
   return 0;
 }

@@ -7,6 +7,9 @@ import random
 import struct
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pipeline_seeds  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -111,6 +114,8 @@ def main():
     for target, sizes in (("pipeline", (64, 256, 1024, 4096)), ("bucket_diff", (32, 128, 512, 2048))):
         for size in sizes:
             write(target, "random_%d" % size, bytes(rng.getrandbits(8) for _ in range(size)))
+    for name, data in pipeline_seeds.seeds().items():  # the many-rule mode, value by value
+        write("pipeline", name, data)
     return 0
 
 

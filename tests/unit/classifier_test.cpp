@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -11,6 +12,7 @@
 #include "classifier.hpp"
 #include "frame.hpp"
 #include "frame_fast_v4.hpp"
+#include "interval_index.hpp"
 #include "linear_classifier.hpp"
 #include "packet_builder.hpp"
 #include "random_rules.hpp"
@@ -308,4 +310,55 @@ TEST(Classifier, RememberedResultsBelongToTheirClassifier) {
     EXPECT_EQ(classify(matches, f), 2999);
   });
   other.join();
+}
+
+// IntervalIndex on clustered starts (its crowded buckets split up to 2^16) and spread ones:
+// every lookup is the value of the last interval starting at or below the key, at every
+// start, one below it, bucket edges, and random keys.
+template <class Key>
+Key random_key(std::mt19937_64& rng) {
+  if constexpr (sizeof(Key) > 8) return Key(rng()) << 64 | Key(rng());
+  else return Key(rng());
+}
+
+template <class Key, unsigned kBits>
+void expect_index_is_the_last_start_at_or_below(std::mt19937_64& rng) {
+  Key mask = 0;
+  for (unsigned b = 0; b < kBits; ++b) mask = Key(mask << 1 | 1);
+  for (int trial = 0; trial < 300; ++trial) {
+    const unsigned shift = unsigned(rng() % kBits);
+    const Key base = random_key<Key>(rng) & mask;
+    std::vector<Key> keys;
+    for (size_t i = 0, n = rng() % 150; i < n; ++i)
+      keys.push_back(Key((rng() % 3 == 0 ? Key(rng()) : base + (Key(rng() % 200) << shift)) & mask));
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    std::vector<std::pair<Key, uint32_t>> intervals{{0, 7}};
+    for (Key k : keys)
+      if (k != 0) intervals.emplace_back(k, uint32_t(rng() % 4));
+    IntervalIndex<Key, kBits> index;
+    index.build(intervals);
+    auto naive = [&](Key key) {
+      auto it = std::upper_bound(intervals.begin(), intervals.end(), key,
+                                 [](Key k, const auto& iv) { return k < iv.first; });
+      return std::prev(it)->second;
+    };
+    std::vector<Key> probes{0, mask};
+    for (const auto& [start, value] : intervals) {
+      probes.push_back(start);
+      probes.push_back(Key(start - 1) & mask);
+      probes.push_back(Key(start + 1) & mask);
+    }
+    for (unsigned b = 0; b < kBits; ++b) probes.push_back(Key(Key(1) << b) & mask);
+    for (int i = 0; i < 200; ++i) probes.push_back(random_key<Key>(rng) & mask);
+    for (Key key : probes)
+      ASSERT_EQ(index.lookup(key), naive(key)) << "trial " << trial << " shift " << shift;
+  }
+}
+
+TEST(IntervalIndex, LookupIsTheLastStartAtOrBelowClusteredOrNot) {
+  std::mt19937_64 rng(13);
+  expect_index_is_the_last_start_at_or_below<uint32_t, 32>(rng);
+  expect_index_is_the_last_start_at_or_below<uint32_t, 16>(rng);
+  expect_index_is_the_last_start_at_or_below<unsigned __int128, 128>(rng);
 }
