@@ -1,5 +1,5 @@
 // libFuzzer target: the whole pipeline. A RuleSet built from the fuzz bytes (1-4 rules with
-// random match fields, keys, algorithms, rates, bursts and parents, or 5-70 replicas of a few
+// random match fields, keys, algorithms, rates, bursts and parents, or 5-20 / 60-70 replicas of a few
 // such templates: fuzz_pipeline_rules.hpp; built directly, not through the rules loader), then
 // bursts of fuzzed frames at fuzzed timestamps (forward, equal, backward, days ahead) through
 // Pipeline::process_burst. After every burst the counters must keep the identities of
