@@ -49,19 +49,13 @@ uint64_t FlowSampler::next_gap() {
   return 1 + r % (2 * uint64_t(every_) - 1);
 }
 
-void FlowSampler::sample(const RulesSnapshot& snap, const Pipeline::Frame* frames, size_t n,
-                         uint16_t port) {
-  // countdown_ + n - 1 is the position of the packet the gap ends on; a gap shorter than the
-  // rest of the burst samples again in it.
-  while (countdown_ <= 0) {
-    count(snap, frames[size_t(countdown_ + int64_t(n) - 1)], port);
-    if (opts_.fixed_every == 0 && ++samples_since_change_ >= kMaxSamplesPerWindow &&
-        every_ < kMaxEvery) {
-      every_ *= 2;
-      samples_since_change_ = 0;
-    }
-    countdown_ += int64_t(next_gap());
+void FlowSampler::sampled() {
+  if (opts_.fixed_every == 0 && ++samples_since_change_ >= kMaxSamplesPerWindow &&
+      every_ < kMaxEvery) {
+    every_ *= 2;
+    samples_since_change_ = 0;
   }
+  countdown_ += int64_t(next_gap());
 }
 
 void FlowSampler::count(const RulesSnapshot& snap, const Pipeline::Frame& frame, uint16_t port) {

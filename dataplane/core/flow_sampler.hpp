@@ -66,8 +66,14 @@ class FlowSampler {
   // Worker, once per burst, before the pipeline runs it (a DSCP mark may change a frame's
   // match): `snap` is what the burst runs against, `port` its ingress port.
   void observe(const RulesSnapshot& snap, const Pipeline::Frame* frames, size_t n, uint16_t port) {
+    observe_at(snap, n, port, [frames](size_t i) -> const Pipeline::Frame& { return frames[i]; });
+  }
+  // The same, for a worker that reads its frames in place: frame_at(i) gives frame i as the
+  // pipeline will (called only for the packets sampled).
+  template <class FrameAt>
+  void observe_at(const RulesSnapshot& snap, size_t n, uint16_t port, const FrameAt& frame_at) {
     countdown_ -= int64_t(n);
-    if (countdown_ <= 0) [[unlikely]] sample(snap, frames, n, port);
+    if (countdown_ <= 0) [[unlikely]] sample(snap, n, port, frame_at);
   }
 
   // Worker, between bursts: closes the window if its time is up, answers a question.
@@ -100,7 +106,19 @@ class FlowSampler {
 
   Window& current() { return windows_[current_]; }
   const Window& current() const { return windows_[current_]; }
-  void sample(const RulesSnapshot& snap, const Pipeline::Frame* frames, size_t n, uint16_t port);
+  // Out of line: the burst loop stays small.
+  template <class FrameAt>
+  [[gnu::noinline]] void sample(const RulesSnapshot& snap, size_t n, uint16_t port,
+                                const FrameAt& frame_at) {
+    // countdown_ + n - 1 is the position of the packet the gap ends on; a gap shorter than
+    // the rest of the burst samples again in it.
+    while (countdown_ <= 0) {
+      count(snap, frame_at(size_t(countdown_ + int64_t(n) - 1)), port);
+      sampled();
+    }
+  }
+  // After a sample: the adaptive interval, and the gap to the next sample.
+  void sampled();
   void count(const RulesSnapshot& snap, const Pipeline::Frame& frame, uint16_t port);
   uint64_t next_gap();
   void start(uint64_t now_ns);

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "frame_fast_v4.hpp"
+#include "pipeline_burst.hpp"
 #include "pipeline_run.hpp"
 #include "rules_snapshot.hpp"
 #include "rules_snapshot_build.hpp"
@@ -196,76 +197,22 @@ Verdict Pipeline::process(const Frame& frame, uint16_t port, uint64_t now_ns,
 }
 
 size_t Pipeline::process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
-                               WorkerCounters& counters, Verdict* verdicts) {
-  return process_burst(enter(counters, now_ns), frames, n, port, now_ns, counters, verdicts);
+                               WorkerCounters& counters, Verdict* verdicts, VerdictFill fill) {
+  return process_burst(enter(counters, now_ns), frames, n, port, now_ns, counters, verdicts, fill);
 }
 
 size_t Pipeline::process_burst(const RulesSnapshot& snap, const Frame* frames, size_t n,
                                uint16_t port, uint64_t now_ns, WorkerCounters& counters,
-                               Verdict* verdicts) {
-  if (snap.rules_free_default) [[unlikely]]
-    return process_burst_default_only(snap, frames, n, now_ns, counters, verdicts);
-  const Run run{snap};
-  // Raw storage (Classified is an aggregate, so the bytes implicitly hold its objects):
-  // classify() writes every field of the entries it uses, so value-initialising the whole
-  // array each burst would only be wasted stores.
-  alignas(Classified) unsigned char raw[kMaxBurst * sizeof(Classified)];
-  auto* cl = reinterpret_cast<Classified*>(raw);
-  static_assert(std::is_aggregate_v<Classified> && std::is_trivially_destructible_v<Classified>);
+                               Verdict* verdicts, VerdictFill fill) {
+  // A chunk's verdicts left unwritten would be wrong if a later chunk returned non-zero.
+  if (n > kMaxBurst) fill = VerdictFill::all;
   size_t not_now = 0;
   for (size_t done = 0; done < n; done += kMaxBurst) {
     const size_t m = std::min(kMaxBurst, n - done);
-    if (snap.fast_common_ipv4) {
-      not_now += pipeline_run::burst_common_ipv4(run, frames + done, m, port, now_ns, counters,
-                                                 verdicts + done, cl);
-      continue;
-    }
-    for (size_t i = 0; i < m; ++i)
-      run.classify(frames[done + i].data, frames[done + i].len, frames[done + i].wire_len, port,
-                   cl[i]);
-    if (snap.any_burstable) run.charge_burstable(cl, m, now_ns);
-    for (size_t i = 0; i < m; ++i) {
-      const Verdict v = run.finish(frames[done + i].data, cl[i], now_ns, counters);
-      verdicts[done + i] = v;
-      not_now += !forwards_now(v, now_ns);
-    }
+    not_now += pipeline_run::run_burst(snap, FrameArray{frames + done}, m, port, now_ns, counters,
+                                       verdicts + done, fill);
   }
   return not_now;
-}
-
-// No rule, and a default action that needs no field (pass or drop): every packet takes the
-// default, so the burst needs only each frame's well-formedness (for `malformed`) and its
-// length, and the default's counters take one add per outcome per burst. Same counts and
-// verdicts as finish() gives each packet.
-size_t Pipeline::process_burst_default_only(const RulesSnapshot& snap, const Frame* frames,
-                                            size_t n, uint64_t now_ns, WorkerCounters& counters,
-                                            Verdict* verdicts) {
-  const bool drop = snap.rules.default_action.kind == ActionKind::drop;
-  const Verdict v{drop ? Verdict::Kind::drop : Verdict::Kind::forward, now_ns};
-  uint64_t bytes = 0, malformed = 0, malformed_bytes = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const Frame& f = frames[i];
-    const uint32_t len = std::max(f.len, f.wire_len);
-    bytes += len;
-    // The common IPv4 frame's checks inline (its fields unused, so not even loaded); only a
-    // frame they refuse pays a call into the general walk.
-    Ipv4Fields common;
-    if (!parse_common_ipv4_fields(f.data, f.len, len, common) &&
-        !frame_is_well_formed(f.data, f.len, f.wire_len)) [[unlikely]] {
-      ++malformed;
-      malformed_bytes += len;
-    }
-    verdicts[i] = v;
-  }
-  TrafficCounters& d = counters.default_rule();
-  const size_t taken = size_t(drop ? Outcome::dropped : Outcome::passed);
-  for (size_t o : {size_t(Outcome::matched), taken}) {
-    d.packets[o] += n;
-    d.bytes[o] += bytes;
-  }
-  d.packets[size_t(Outcome::malformed)] += malformed;
-  d.bytes[size_t(Outcome::malformed)] += malformed_bytes;
-  return drop ? n : 0;
 }
 
 size_t Pipeline::expire_idle(uint64_t now_ns, size_t max_slots) {

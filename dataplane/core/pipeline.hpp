@@ -64,6 +64,15 @@ struct Verdict {
   uint64_t depart_ns = 0;  // == now_ns unless a leaky-bucket rule delayed the packet
 };
 
+// Which verdicts process_burst writes. A worker that sends a burst whole when none of its
+// packets is dropped or held needs no verdict of such a burst, and the common path then stores
+// none (one store pair per packet less).
+enum class VerdictFill : uint8_t {
+  all,              // every one of the burst's verdicts
+  unless_all_now,   // every one when it returns non-zero; none need be written when it
+                    // returns 0 (every verdict is then {forward, now_ns})
+};
+
 // Whether v sends its packet at now_ns (not dropped, not held for a later departure).
 inline bool forwards_now(const Verdict& v, uint64_t now_ns) {
   return v.kind == Verdict::Kind::forward && v.depart_ns <= now_ns;
@@ -169,10 +178,13 @@ class Pipeline {
   // 0 for the common burst, which a worker then sends whole without looking at a verdict.
   static constexpr size_t kMaxBurst = 64;
   size_t process_burst(const Frame* frames, size_t n, uint16_t port, uint64_t now_ns,
-                       WorkerCounters& counters, Verdict* verdicts);
-  // The same against the snapshot enter() returned (counters laid out for it).
+                       WorkerCounters& counters, Verdict* verdicts,
+                       VerdictFill fill = VerdictFill::all);
+  // The same against the snapshot enter() returned (counters laid out for it). A live worker
+  // runs the same loops over its mbufs in place (pipeline_burst.hpp, dataplane/live).
   size_t process_burst(const RulesSnapshot& snap, const Frame* frames, size_t n, uint16_t port,
-                       uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts);
+                       uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
+                       VerdictFill fill = VerdictFill::all);
 
   // Rule counters of the running rules summed over `workers` (each laid out for this or an
   // earlier snapshot), flows, and the final counters of recently removed rules.
@@ -192,9 +204,6 @@ class Pipeline {
 
  private:
   explicit Pipeline(std::unique_ptr<Impl> impl);
-  static size_t process_burst_default_only(const RulesSnapshot& snap, const Frame* frames, size_t n,
-                                         uint64_t now_ns, WorkerCounters& counters,
-                                         Verdict* verdicts);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "frame_fast_v4.hpp"
+#include "frame_source.hpp"
 #include "pipeline_run.hpp"
 
 namespace sluice::pipeline_run {
@@ -133,9 +134,15 @@ template <KeyMode mode>
 // its rule, its key and its counters without looking; otherwise any rules, of the linear walk
 // or of match tables: kUniform, every fast rule a token bucket keyed by kMode
 // (RulesSnapshot::uniform_token_bucket_key), else each keyed by its own mode (kMode unused).
-template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false>
-size_t burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
-           uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts, Classified* cl) {
+// Frames: frame_source.hpp. The common outcome's verdict (forward now) is not stored per
+// packet: the out-of-line paths store theirs and mark them in `written`, and the rest are
+// filled in after the loops only when some verdict is not "forward now" or `fill` says all.
+template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false, class Frames>
+size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint64_t now_ns,
+             WorkerCounters& counters, Verdict* verdicts, Classified* cl, VerdictFill fill) {
+  // A copy (a pointer or two): read through the reference, it would be loaded again after
+  // every store the compiler cannot tell apart from it.
+  const Frames src = frames;
   const RulesSnapshot& s = run.s;
   const ActionKind default_kind = s.rules.default_action.kind;
   const bool default_fast = default_kind == ActionKind::pass || default_kind == ActionKind::drop;
@@ -171,11 +178,11 @@ size_t burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t p
   // no pointer into `cl` for the common frames.
   size_t general_seen = 0, general_done = 0;
   for (size_t i = 0; i < m; ++i) {
-    const Pipeline::Frame& fr = frames[i];
-    const uint32_t len = std::max(fr.len, fr.wire_len);
+    const Pipeline::Frame fr = src.head(i);
+    const uint32_t len = src.wire(fr);
     p1[i].len = len;
     Ipv4Fields f;
-    if (parse_common_ipv4_fields(fr.data, fr.len, len, f)) [[likely]] {
+    if (src.as_is(fr) && parse_common_ipv4_fields(fr.data, fr.len, len, f)) [[likely]] {
       const int r = kOne ? (Classifier::common_ipv4_matches(one_match, f) ? 0 : -1)
                          : s.classifier.classify_common_ipv4(f, port);
       if (r >= 0) {
@@ -198,7 +205,8 @@ size_t burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t p
       }
     }
     p1[i].rule = kGeneral;
-    run.classify(fr.data, fr.len, fr.wire_len, port, cl[general_seen++]);
+    const Pipeline::Frame whole = src.full(i);
+    run.classify(whole.data, whole.len, whole.wire_len, port, cl[general_seen++]);
   }
 
   uint64_t default_packets = 0, default_bytes = 0;
@@ -208,6 +216,7 @@ size_t burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t p
                            now_ns};
   uint64_t one_packets = 0, one_bytes = 0;
   size_t not_now = 0;  // verdicts of the out-of-line paths and the default's drops
+  uint64_t written = 0;  // bit i: verdicts[i] stored by an out-of-line path
   // A new flow's state words (the lookup's slow path takes this by reference): kOne's made
   // once per burst, not once per packet.
   const auto init_one = [&one, now_ns](std::atomic<uint64_t>* st) { one.init_state(st, now_ns); };
@@ -254,10 +263,10 @@ size_t burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t p
             ++b.packets;
             b.bytes += len;
           }
-          verdicts[i] = pass;
           continue;
         }
-        verdicts[i] = coloured(run, cr, colour, frames[i], now_ns, counters);
+        verdicts[i] = coloured(run, cr, colour, src.full(i), now_ns, counters);
+        written |= uint64_t{1} << i;
         not_now += !forwards_now(verdicts[i], now_ns);
         continue;
       }
@@ -292,18 +301,18 @@ size_t burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t p
             ++b.packets;
             b.bytes += len;
           }
-          verdicts[i] = pass;
           continue;
         }
       }
-      verdicts[i] = refused(run, cr, w == nullptr, frames[i], now_ns, counters);
+      verdicts[i] = refused(run, cr, w == nullptr, src.full(i), now_ns, counters);
+      written |= uint64_t{1} << i;
       not_now += !forwards_now(verdicts[i], now_ns);
     } else if (r == kDefault) {
       ++default_packets;
       default_bytes += p1[i].len;
-      verdicts[i] = by_default;
     } else {
-      verdicts[i] = general(run, frames[i], cl[general_done++], now_ns, counters);
+      verdicts[i] = general(run, src.full(i), cl[general_done++], now_ns, counters);
+      written |= uint64_t{1} << i;
       not_now += !forwards_now(verdicts[i], now_ns);
     }
   }
@@ -322,6 +331,10 @@ size_t burst(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t p
       d.bytes[size_t(o)] += default_bytes;
     }
     if (default_kind == ActionKind::drop) not_now += default_packets;
+  }
+  if (not_now != 0 || fill == VerdictFill::all) {
+    for (size_t i = 0; i < m; ++i)
+      if (!(written >> i & 1)) verdicts[i] = p1[i].rule == kDefault ? by_default : pass;
   }
   return not_now;
 }

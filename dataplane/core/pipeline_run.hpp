@@ -242,17 +242,21 @@ struct Run {
 };
 
 
-// process_burst of a snapshot with fast_common_ipv4 set, for m <= kMaxBurst frames
-// (pipeline_fast_v4.cpp): the same verdicts and counters as finish() after classify() of each
-// frame in order. `cl` is scratch space for m entries. Returns how many verdicts are not
-// forwards_now().
-size_t burst_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m, uint16_t port,
+// process_burst of a snapshot with fast_common_ipv4 set, for m <= kMaxBurst frames of a
+// frame source (frame_source.hpp): the same verdicts and counters as finish() after
+// classify() of each frame in order. `cl` is scratch space for m entries. Returns how many
+// verdicts are not forwards_now(); `fill` says which verdicts are written. Defined in
+// pipeline_fast_v4.hpp, instantiated for FrameArray in pipeline_fast_v4.cpp and for a live
+// worker's mbufs in dataplane/live.
+template <class Frames>
+size_t burst_common_ipv4(const Run& run, const Frames& src, size_t m, uint16_t port,
                          uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
-                         Classified* cl);
+                         Classified* cl, VerdictFill fill);
 // burst_common_ipv4 of a snapshot with uniform_token_bucket_key set
-// (pipeline_fast_v4_uniform.cpp).
-size_t burst_uniform_common_ipv4(const Run& run, const Pipeline::Frame* frames, size_t m,
-                                 uint16_t port, uint64_t now_ns, WorkerCounters& counters,
-                                 Verdict* verdicts, Classified* cl);
+// (pipeline_fast_v4_uniform.hpp: a translation unit of its own per source).
+template <class Frames>
+size_t burst_uniform_common_ipv4(const Run& run, const Frames& src, size_t m, uint16_t port,
+                                 uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
+                                 Classified* cl, VerdictFill fill);
 
 }  // namespace sluice::pipeline_run

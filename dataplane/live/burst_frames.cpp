@@ -30,20 +30,23 @@ void BurstFrames::describe(rte_mbuf* const* pkts, uint16_t n, Pipeline::Frame* f
     chained |= first_len ^ wire_len;
   }
   if (chained == 0) [[likely]] return;
-  for (size_t i = 0; i < n; ++i) {
-    rte_mbuf* m = pkts[i];
-    uint8_t* data = frames[i].data;
-    const uint32_t wire_len = frames[i].wire_len;
-    const uint32_t first_len = std::min(frames[i].len, wire_len);
-    frames[i].len = first_len;
-    if (first_len == wire_len) continue;  // one segment: the whole frame
-    // Chained. Usually the first segment holds every header: a parse there says.
-    ParsedFrame probe;
-    parse_frame_into(data, first_len, wire_len, probe);
-    if (!headers_past_bytes_at_hand(probe)) continue;
-    frames[i] = gather(m, scratch_.get() + size_t(i) * kMaxHeaderBytes, first_len);
-    if (frames[i].data != data) gathered_ |= uint64_t{1} << i;
-  }
+  for (size_t i = 0; i < n; ++i)
+    if (frames[i].len != frames[i].wire_len) frames[i] = describe_one(pkts[i], i);
+}
+
+Pipeline::Frame BurstFrames::describe_one(rte_mbuf* m, size_t i) {
+  uint8_t* data = rte_pktmbuf_mtod(m, uint8_t*);
+  const uint32_t wire_len = rte_pktmbuf_pkt_len(m);
+  const uint32_t first_len = std::min<uint32_t>(rte_pktmbuf_data_len(m), wire_len);
+  const Pipeline::Frame whole{data, first_len, wire_len};
+  if (first_len == wire_len) return whole;  // one segment: the whole frame
+  // Chained. Usually the first segment holds every header: a parse there says.
+  ParsedFrame probe;
+  parse_frame_into(data, first_len, wire_len, probe);
+  if (!headers_past_bytes_at_hand(probe)) return whole;
+  const Pipeline::Frame f = gather(m, scratch_.get() + i * kMaxHeaderBytes, first_len);
+  if (f.data != data) gathered_ |= uint64_t{1} << i;
+  return f;
 }
 
 // Gathers growing prefixes of m until the parser has every header it walks (or the frame, or

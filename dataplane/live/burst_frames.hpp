@@ -36,14 +36,35 @@ class BurstFrames {
   // the mbufs' segments. Frames parsed in place need nothing.
   void write_back(rte_mbuf* const* pkts, uint16_t n, const Pipeline::Frame* frames) const;
 
-  // Frames of the last describe() whose headers were gathered (bit i: frame i).
+  // Frames of the last describe() (or of the burst since begin()) whose headers were
+  // gathered (bit i: frame i).
   uint64_t gathered() const { return gathered_; }
 
+  // A burst read in place (mbuf_frames.hpp): begin() forgets the last burst; frame(pkts, i)
+  // describes frame i of pkts on its first use, as describe() would (gathering its headers
+  // if they run past its first segment), and gives the same frame on every later use;
+  // write_back(pkts, n) then puts back what the pipeline changed in the gathered ones.
+  void begin() {
+    described_ = 0;
+    gathered_ = 0;
+  }
+  const Pipeline::Frame& frame(rte_mbuf* const* pkts, size_t i) {
+    if (!(described_ >> i & 1)) {
+      frames_[i] = describe_one(pkts[i], i);
+      described_ |= uint64_t{1} << i;
+    }
+    return frames_[i];
+  }
+  void write_back(rte_mbuf* const* pkts, uint16_t n) const { write_back(pkts, n, frames_); }
+
  private:
+  Pipeline::Frame describe_one(rte_mbuf* m, size_t i);
   Pipeline::Frame gather(rte_mbuf* m, uint8_t* scratch, uint32_t first_len);
 
   std::unique_ptr<uint8_t[]> scratch_;
   uint64_t gathered_ = 0;
+  uint64_t described_ = 0;         // bit i: frames_[i] holds frame i of this burst
+  Pipeline::Frame frames_[kMaxBurst];
 };
 
 }  // namespace sluice

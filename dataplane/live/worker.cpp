@@ -7,6 +7,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "mbuf_frames.hpp"
+
 namespace sluice {
 
 namespace {
@@ -140,18 +142,19 @@ void Worker::handle_burst(const RulesSnapshot& rules, const WorkerRx& rxq, rte_m
   uint16_t n_dropped = 0, n_forward = 0;
   uint64_t overflow = 0;
 
-  // The pipeline classifies the whole burst first (prefetching each flow's slot), then
-  // charges it; describe() fetches the frames' first cache lines ahead of the parser.
-  Pipeline::Frame* frames = frames_;
+  // The pipeline reads the mbufs in place (mbuf_frames.hpp): it classifies the whole burst
+  // first (prefetching each flow's slot), then charges it.
   Verdict* verdicts = verdicts_;
-  burst_frames_.describe(pkts, n, frames);
-  flows_.observe(rules, frames, n, rxq.port);  // before a DSCP mark changes a frame
-  const size_t not_now =
-      pipeline_.process_burst(rules, frames, n, rxq.port, now_ns, counters_, verdicts);
-  if (burst_frames_.gathered() != 0) [[unlikely]] burst_frames_.write_back(pkts, n, frames);
+  burst_frames_.begin();
+  const MbufFrames src{pkts, &burst_frames_};
+  // Before a DSCP mark changes a frame.
+  flows_.observe_at(rules, n, rxq.port,
+                    [&src](size_t i) -> const Pipeline::Frame& { return src.full(i); });
+  const size_t not_now = process_mbuf_burst(rules, src, n, rxq.port, now_ns, counters_, verdicts);
+  if (burst_frames_.gathered() != 0) [[unlikely]] burst_frames_.write_back(pkts, n);
   if (not_now == 0) [[likely]] {
     // Every packet leaves now, in order: the burst goes to the TX path as it came, without
-    // a look at its verdicts.
+    // a look at its verdicts (none was written: VerdictFill::unless_all_now).
     send(tx_[rxq.tx], pkts, n, dropped, n_dropped);
     if (n_dropped != 0) [[unlikely]] rte_pktmbuf_free_bulk(dropped, n_dropped);
     return;

@@ -151,11 +151,9 @@ class alignas(RTE_CACHE_LINE_SIZE) Worker {
   FlowSampler flows_;
   std::vector<TxQueue> tx_;
   TimingWheel<HeldPacket> wheel_;
-  BurstFrames burst_frames_;  // each burst's frames as the pipeline sees them
-  // One burst's descriptors and verdicts, every element written before it is read. Members,
-  // not locals: as locals their default member initialisers cleared all kMaxBurst entries of
-  // both arrays on every burst (2 KB of stores, whatever the burst's size).
-  Pipeline::Frame frames_[kMaxBurst];
+  BurstFrames burst_frames_;  // the frames the pipeline reads whole (general stages, chains)
+  // One burst's verdicts, every element written before it is read. A member, not a local: as
+  // a local its default member initialisers cleared all kMaxBurst entries on every burst.
   Verdict verdicts_[kMaxBurst];
   uint64_t rules_generation_ = ~uint64_t{0};
   uint64_t expire_interval_ns_ = 0;

@@ -49,7 +49,21 @@ std::vector<std::vector<uint8_t>> mixed_frames() {
   return f;
 }
 
-void expect_same_as_one_by_one(const std::string& yaml) {
+// A verdict no path gives (every departure is at or after now): what the arrays hold before a
+// burst, so that one left unwritten is seen.
+constexpr Verdict kUnwritten{Verdict::Kind::drop, 1};
+bool unwritten(const Verdict& v) { return v.kind == kUnwritten.kind && v.depart_ns == 1; }
+
+// What a caller of VerdictFill::unless_all_now may take: a burst that returned 0 left its
+// verdicts unwritten or wrote {forward, now}; any other burst wrote every verdict.
+void take_unwritten_as_forward(std::vector<Verdict>& verdicts, VerdictFill fill, size_t not_now,
+                               uint64_t now) {
+  if (fill != VerdictFill::unless_all_now || not_now != 0) return;
+  for (Verdict& v : verdicts)
+    if (unwritten(v)) v = {Verdict::Kind::forward, now};
+}
+
+void expect_same_as_one_by_one(const std::string& yaml, VerdictFill fill) {
   auto burst_p = make(yaml), single_p = make(yaml);
   ASSERT_TRUE(burst_p && single_p);
   WorkerCounters burst_c = burst_p->make_counters(), single_c = single_p->make_counters();
@@ -58,10 +72,11 @@ void expect_same_as_one_by_one(const std::string& yaml) {
   for (auto& f : frames) burst.push_back({f.data(), uint32_t(f.size()), uint32_t(f.size())});
   // A truncated capture record: no bytes to parse, a wire length (malformed).
   burst.push_back({frames[0].data(), 0, 64});
-  std::vector<Verdict> verdicts(burst.size());
+  std::vector<Verdict> verdicts(burst.size(), kUnwritten);
   const uint64_t now = 1'000'000'000;
   const size_t not_now =
-      burst_p->process_burst(burst.data(), burst.size(), 0, now, burst_c, verdicts.data());
+      burst_p->process_burst(burst.data(), burst.size(), 0, now, burst_c, verdicts.data(), fill);
+  take_unwritten_as_forward(verdicts, fill, not_now, now);
   size_t not_now_seen = 0;
   for (size_t i = 0; i < burst.size(); ++i) {
     const Verdict v = single_p->process(burst[i], 0, now, single_c);
@@ -79,6 +94,13 @@ void expect_same_as_one_by_one(const std::string& yaml) {
   EXPECT_EQ(a.default_rule.traffic.pkts(Outcome::matched), burst.size());
 }
 
+void expect_same_as_one_by_one(const std::string& yaml) {
+  for (VerdictFill fill : {VerdictFill::all, VerdictFill::unless_all_now}) {
+    SCOPED_TRACE(fill == VerdictFill::all ? "every verdict" : "verdicts unless all forward now");
+    expect_same_as_one_by_one(yaml, fill);
+  }
+}
+
 TEST(PipelineBurstPaths, NoRulePassDefaultMatchesOneByOne) {
   expect_same_as_one_by_one("default: {action: pass}\nrules: []\n");
 }
@@ -89,6 +111,26 @@ TEST(PipelineBurstPaths, NoRuleDropDefaultMatchesOneByOne) {
 
 TEST(PipelineBurstPaths, NoRuleMarkDefaultMatchesOneByOne) {
   expect_same_as_one_by_one("default: {action: \"mark-dscp:EF\"}\nrules: []\n");
+}
+
+// A burst of well-formed frames with a pass default returns 0: with unless_all_now it writes
+// no verdict (the stores the worker saves), and every packet forwards now.
+TEST(PipelineBurstPaths, AllForwardedBurstWritesNoVerdictUnlessAsked) {
+  auto p = make("default: {action: pass}\nrules: []\n");
+  ASSERT_TRUE(p);
+  WorkerCounters c = p->make_counters();
+  std::vector<uint8_t> f = PacketBuilder().ipv4("10.0.0.1", "10.0.0.2").udp(1, 2).build();
+  std::vector<Pipeline::Frame> burst(8, Pipeline::Frame{f.data(), uint32_t(f.size()), uint32_t(f.size())});
+  std::vector<Verdict> verdicts(burst.size(), kUnwritten);
+  EXPECT_EQ(p->process_burst(burst.data(), burst.size(), 0, 5, c, verdicts.data(),
+                             VerdictFill::unless_all_now),
+            0u);
+  for (const Verdict& v : verdicts) EXPECT_TRUE(unwritten(v));
+  EXPECT_EQ(p->process_burst(burst.data(), burst.size(), 0, 5, c, verdicts.data()), 0u);
+  for (const Verdict& v : verdicts) {
+    EXPECT_EQ(v.kind, Verdict::Kind::forward);
+    EXPECT_EQ(v.depart_ns, 5u);
+  }
 }
 
 // A trace for keyed rules: flows of common IPv4 frames (UDP and TCP, several sizes), the
@@ -151,9 +193,13 @@ void expect_keyed_same_as_one_by_one_as(const std::string& yaml, size_t max_flow
       auto& f = a[done + i];
       burst.push_back({f.data(), uint32_t(f.size()), uint32_t(f.size())});
     }
-    std::vector<Verdict> verdicts(n);
+    // Both fills, burst by burst: a worker's (verdicts only when some packet does not leave
+    // now) and every verdict.
+    const VerdictFill fill = done % 2 ? VerdictFill::all : VerdictFill::unless_all_now;
+    std::vector<Verdict> verdicts(n, kUnwritten);
     const size_t not_now =
-        burst_p->process_burst(burst.data(), n, port, now, burst_c, verdicts.data());
+        burst_p->process_burst(burst.data(), n, port, now, burst_c, verdicts.data(), fill);
+    take_unwritten_as_forward(verdicts, fill, not_now, now);
     size_t not_now_seen = 0;
     for (size_t i = 0; i < n; ++i) {
       auto& f = b[done + i];

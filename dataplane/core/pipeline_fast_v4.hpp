@@ -1,0 +1,60 @@
+// The common-IPv4 burst: process_burst for the snapshot shape operators run most (a few
+// rules, keyed token buckets; RulesSnapshot::fast_common_ipv4) on the frames most traffic is
+// (untagged IPv4 TCP/UDP without options or fragmentation: frame_fast_v4.hpp). Such a frame
+// is parsed into the few fields a rule can use, classified by the same walk or tables, keyed
+// and hashed by the same key of those fields, and charged with the same token-bucket
+// arithmetic, its clock and cost parts worked out once per burst; the common outcome
+// (matched, conformed, passed) is counted once per burst per rule. Every other frame, every
+// frame of another rule and every refused packet takes the general stages (Run::classify,
+// Run::finish, Run::act) in its place in the burst, so the verdicts, the counters and the
+// order in which buckets and flow slots are charged are those of process() frame by frame
+// (tests/unit/pipeline_burst_paths_test.cpp holds the two together).
+#pragma once
+
+#include "pipeline_fast_v4_burst.hpp"
+
+namespace sluice::pipeline_run {
+
+using fast_v4::burst;
+
+template <class Frames>
+size_t burst_common_ipv4(const Run& run, const Frames& src, size_t m, uint16_t port,
+                         uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
+                         Classified* cl, VerdictFill fill) {
+  const RulesSnapshot& s = run.s;
+  // One keyed rule: the loops specialised on its algorithm and key mode, chosen once per
+  // burst (a meter per destination, as DPDK's qos_meter runs, or a token bucket per key).
+  if (s.compiled.size() == 1 && s.classifier.linear() && s.compiled[0].fast_srtcm) {
+    switch (s.compiled[0].key_mode) {
+      case KeyMode::dst_ip:
+        return burst<true, KeyMode::dst_ip, true>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+      case KeyMode::five_tuple:
+        return burst<true, KeyMode::five_tuple, true>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+      default:
+        return burst<false, KeyMode::none>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+    }
+  }
+  if (s.compiled.size() == 1 && s.classifier.linear() && s.compiled[0].fast_common_ipv4) {
+    switch (s.compiled[0].key_mode) {
+      case KeyMode::five_tuple:
+        return burst<true, KeyMode::five_tuple>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+      case KeyMode::src_ip:
+        return burst<true, KeyMode::src_ip>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+      case KeyMode::dst_ip:
+        return burst<true, KeyMode::dst_ip>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+      case KeyMode::src_dst:
+        return burst<true, KeyMode::src_dst>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+      case KeyMode::src_prefix:
+        return burst<true, KeyMode::src_prefix>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+      case KeyMode::dst_prefix:
+        return burst<true, KeyMode::dst_prefix>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+      case KeyMode::none: break;
+    }
+  }
+  // Many rules (or a few) alike: token buckets all keyed the same way.
+  if (s.uniform_token_bucket_key != KeyMode::none)
+    return burst_uniform_common_ipv4(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+  return burst<false, KeyMode::none>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+}
+
+}  // namespace sluice::pipeline_run
