@@ -21,6 +21,21 @@ SCHEDULE_KEPT = 0.90
 CHANGES_KEPT = 0.25
 
 
+def explain_fds(d, warmup):
+    """Name the fds open at the end that were not open at the warm-up's end."""
+    try:
+        snaps = [json.loads(l) for l in open(os.path.join(d, "fds.jsonl")) if l.strip()]
+    except OSError:
+        return
+    at_base = [s for s in snaps if s["t"] <= warmup]
+    base = at_base[-1]["fds"] if at_base else (snaps[0]["fds"] if snaps else {})
+    end = snaps[-1]["fds"] if snaps else {}
+    print("  fds at the warm-up's end: %s" % sorted(base.values()))
+    for fd in sorted(end, key=int):
+        if base.get(fd) != end[fd]:
+            print("  fd %s at the end: %s (at the warm-up's end: %s)" % (fd, end[fd], base.get(fd)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
@@ -59,6 +74,7 @@ def main():
         # The baseline's own in-flight connections: the smallest count near it. Fewer fds
         # later is no leak (a connection open at the baseline closed since); more is.
         base = min(s[1] for s in after[:5])
+        fails_before_fds = len(fails)
         for t, fds, rss in after:
             if fds > base + FDS_IN_FLIGHT:
                 fails.append("%d open fds at %.0f s; baseline %d (+%d in flight at most)"
@@ -67,6 +83,8 @@ def main():
         tail_min = min(s[1] for s in after[-5:])
         if tail_min > base:
             fails.append("open fds at the end %d, %d at the warm-up's end" % (tail_min, base))
+        if len(fails) > fails_before_fds:
+            explain_fds(d, a.warmup)
 
     # mbufs.
     dp = rep["dataplane"]

@@ -5,6 +5,7 @@ of sluiced's open fds and VmRSS every second, each on an absolute schedule of it
 --seconds. Checks as it goes that every change is applied (generation + 1) and that no counter
 goes down between two reads; writes into --dir:
   samples.txt   "T FDS RSS_KB" per second (T: seconds since the driver started)
+  fds.jsonl     {"t": T, "fds": {fd: target}} at each sample whose fds differ from the last
   last_stats.json  the last `stats --json`
   driver.json   counts, latencies, the largest mbufs_in_use seen, and every violation.
 Exit 0 when it ran to the end (violations are for soak_check.py to judge), 1 when it could not.
@@ -220,18 +221,61 @@ def run_reads(args, deadline, state, violations):
     state["planned_reads"] = int((deadline - t0) / READ_PERIOD_S)
 
 
+def fd_targets(pid):
+    """What each open fd is (socket:[inode], a path, anon_inode:...), for a failure to name
+    the fd that stayed; an fd closed between listdir and readlink is left out."""
+    targets = {}
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            targets[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            pass
+    return targets
+
+
+TCP_STATES = {"01": "established", "06": "time-wait", "08": "close-wait", "0A": "listen"}
+
+
+def describe_sockets(pid, targets):
+    """socket:[inode] -> what it is (tcp local/remote/state, unix path), from /proc/PID/net
+    (sluiced's network namespace): a leaked connection then says which server holds it."""
+    what = {}
+    for proto in ("tcp", "tcp6"):
+        try:
+            lines = open("/proc/%d/net/%s" % (pid, proto)).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            local_port, remote_port = int(f[1].split(":")[1], 16), int(f[2].split(":")[1], 16)
+            what[f[9]] = "%s :%d <-> :%d %s" % (proto, local_port, remote_port,
+                                               TCP_STATES.get(f[3], f[3]))
+    try:
+        for line in open("/proc/%d/net/unix" % pid).read().splitlines()[1:]:
+            f = line.split()
+            what[f[6]] = "unix %s" % (f[7] if len(f) > 7 else "(unnamed)")
+    except OSError:
+        pass
+    for fd, t in targets.items():
+        if t.startswith("socket:["):
+            targets[fd] = "%s %s" % (t, what.get(t[8:-1], "?"))
+    return targets
+
+
 def sample(pid):
-    fds = len(os.listdir("/proc/%d/fd" % pid))
+    targets = fd_targets(pid)
+    fds = len(targets)
     rss_kb = 0
     with open("/proc/%d/status" % pid) as f:
         for line in f:
             if line.startswith("VmRSS:"):
                 rss_kb = int(line.split()[1])
-    return fds, rss_kb
+    return fds, rss_kb, targets
 
 
-def run_samples(args, t_start, deadline, out):
+def run_samples(args, t_start, deadline, out, fds_out):
     k = 0
+    prev = None
     while True:
         due = t_start + k * SAMPLE_PERIOD_S
         if due > deadline:
@@ -239,9 +283,15 @@ def run_samples(args, t_start, deadline, out):
         now = time.monotonic()
         if due > now:
             time.sleep(due - now)
-        fds, rss_kb = sample(args.pid)
-        out.write("%.3f %d %d\n" % (time.monotonic() - t_start, fds, rss_kb))
+        fds, rss_kb, targets = sample(args.pid)
+        t = time.monotonic() - t_start
+        out.write("%.3f %d %d\n" % (t, fds, rss_kb))
         out.flush()
+        if targets != prev:
+            fds_out.write(json.dumps({"t": round(t, 3),
+                                      "fds": describe_sockets(args.pid, dict(targets))}) + "\n")
+            fds_out.flush()
+            prev = targets
         k += 1
 
 
@@ -270,10 +320,12 @@ def main():
             errors.append("%s: %s" % (fn.__name__, e))
         state["%s_ended_s" % fn.__name__] = round(time.monotonic() - t_start, 3)
 
-    with open(os.path.join(args.dir, "samples.txt"), "w") as samples:
+    with open(os.path.join(args.dir, "samples.txt"), "w") as samples, \
+            open(os.path.join(args.dir, "fds.jsonl"), "w") as fds_out:
         threads = [threading.Thread(target=guarded, args=(run_changes, args, deadline, state, violations)),
                    threading.Thread(target=guarded, args=(run_reads, args, deadline, state, violations)),
-                   threading.Thread(target=guarded, args=(run_samples, args, t_start, deadline, samples))]
+                   threading.Thread(target=guarded, args=(run_samples, args, t_start, deadline, samples,
+                                                             fds_out))]
         for t in threads:
             t.start()
         for t in threads:
