@@ -24,6 +24,9 @@ namespace sluice::ctl {
 struct AppliedChange {
   RulesDiff diff;
   uint64_t generation = 0;
+  // sluiced's socket: microseconds from its read of the request to every worker running the
+  // change (benchmarks read it; the XDP backend's change is one map write, none is given).
+  std::optional<uint64_t> applied_us;
 };
 
 // A write may carry "only if the rules are still at generation G".

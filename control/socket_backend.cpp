@@ -60,7 +60,10 @@ Result<AppliedChange> applied_change(const Result<json>& a) {
     return Result<AppliedChange>(make_error("sluiced: the reply has no diff or generation"));
   auto diff = wire::diff_from_json(*diff_j);
   if (!diff) return Result<AppliedChange>(make_error("sluiced: " + diff.error().message));
-  return AppliedChange{*diff, gen->get<uint64_t>()};
+  AppliedChange change{*diff, gen->get<uint64_t>(), std::nullopt};
+  if (auto us = a->find("applied_us"); us != a->end() && us->is_number_unsigned())
+    change.applied_us = us->get<uint64_t>();
+  return change;
 }
 
 }  // namespace

@@ -28,7 +28,10 @@
 # machine is shared: others' load moves the rate by tens of percent within seconds).
 # Each request waits for its reply; a reply comes after the change runs on every worker
 # (Pipeline::apply: one RCU grace period, every worker past the old snapshot), so the
-# request-to-reply time is an upper bound of the apply latency. Forwarding rate: port 1
+# request-to-reply time is an upper bound of the apply latency; the reply's `applied_us`
+# (docs/CONTROL.md) is sluiced's own time from its read of the request to every worker
+# running the change, without the client's send and wake-up: the target's measure, per phase.
+# Forwarding rate: port 1
 # opackets from DPDK telemetry (/ethdev/stats,1) at the start and end of each window; "control
 # CPU" is the CPU time of sluiced's threads other than its workers during the windows of
 # changes, per request (clock ticks: 10 ms resolution, summed); beside it the same less what
@@ -244,6 +247,7 @@ def phase(name, step, changes_per_step, pace_hz=0):
     both come from the same stretch of time, so the load others put on the machine meanwhile
     weighs on both alike."""
     lat, cpu = [], {"idle": 0.0, "storm": 0.0}  # control threads' CPU s
+    applied = []  # sluiced's own applied_us per write: its read of the request -> every worker
     client = {"idle": 0.0, "storm": 0.0}  # this client's CPU s
     rate = {"idle": [0, 0.0, 0.0], "storm": [0, 0.0, 0.0]}  # packets, seconds, worker CPU s
     end = time.monotonic() + duration
@@ -263,8 +267,10 @@ def phase(name, step, changes_per_step, pace_hz=0):
                     if wait > 0:
                         time.sleep(wait)
                 s = time.perf_counter()
-                step(len(lat))
+                result = step(len(lat))
                 lat.append(time.perf_counter() - s)
+                if "applied_us" in result:
+                    applied.append(result["applied_us"])
             o1, t1 = opackets()
             w1, c1 = cpu_s()
             client[kind] += client_cpu_s() - k0
@@ -273,6 +279,10 @@ def phase(name, step, changes_per_step, pace_hz=0):
             rate[kind][1] += t1 - t0
             rate[kind][2] += w1 - w0
     lat.sort()
+    applied.sort()
+    if len(applied) != len(lat):
+        sys.exit(f"bench_control: {len(lat) - len(applied)} of {len(lat)} writes' replies had "
+                 "no applied_us")
     idle, storm = (rate[k][0] / rate[k][1] / 1e6 for k in ("idle", "storm"))
     busy = {k: rate[k][2] / rate[k][1] for k in rate}  # CPUs the 2 workers got, of 2
     out = {"phase": name, "idle_mpps": idle, "storm_mpps": storm,
@@ -287,7 +297,10 @@ def phase(name, step, changes_per_step, pace_hz=0):
            "others_cpu_ms_per_s_idle": (cpu["idle"] + client["idle"]) * 1e3 / rate["idle"][1],
            "others_cpu_ms_per_s_storm": (cpu["storm"] + client["storm"]) * 1e3 / rate["storm"][1],
            "p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[len(lat) * 99 // 100] * 1e6,
-           "max_us": lat[-1] * 1e6, "control_cpu_ms_per_request": cpu["storm"] * 1e3 / len(lat),
+           "max_us": lat[-1] * 1e6,
+           "applied_p50_us": applied[len(applied) // 2],
+           "applied_p99_us": applied[len(applied) * 99 // 100], "applied_max_us": applied[-1],
+           "control_cpu_ms_per_request": cpu["storm"] * 1e3 / len(lat),
            # What the control threads spend anyway, from the idle windows, taken off the
            # storm's CPU.
            "control_cpu_idle_ms_per_s": cpu["idle"] * 1e3 / rate["idle"][1],
@@ -349,16 +362,18 @@ r = json.load(open(sys.argv[1]))
 n, start, end = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 phases = r["phases"]
 print("| storm (one client, one connection, each request waits for its reply) | requests "
-      "| rule changes/s | request to reply p50 / p99 / max | sluiced control CPU per request "
+      "| rule changes/s | **request to every worker** (sluiced's applied_us) p50 / p99 / max "
+      "| request to reply (the client's clock) p50 / p99 / max | sluiced control CPU per request "
       "| less the idle windows' (CPU ms/s idle) "
       "| forwarding Mpps without / during | during / without | CPUs the 2 workers got, "
       "without / during | Mpps per worker CPU, during / without "
       "| control + client CPU ms/s, without / during |")
-print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 for p in phases:
     # Paced phases: the changes/s achieved over the windows (the requested pace if it holds).
     per_s = p["paced_changes_per_s"] if p.get("pace_hz") else p["changes_per_s"]
     print(f"| {p['phase']} | {p['requests']:,} | {per_s:,.0f} "
+          f"| {p['applied_p50_us']:,.0f} / **{p['applied_p99_us']:,.0f}** / {p['applied_max_us']:,.0f} us "
           f"| {p['p50_us']:,.0f} / {p['p99_us']:,.0f} / {p['max_us']:,.0f} us "
           f"| {p['control_cpu_ms_per_request']:.2f} ms "
           f"| {p['control_cpu_ms_per_request_net']:.2f} ms ({p['control_cpu_idle_ms_per_s']:.0f}) "
@@ -376,8 +391,9 @@ EOF
 # sluiced logs, when it stops, how long the changes took to reach every worker (their clocks).
 visible=$(grep -o 'rule changes: .*' "$WORK/sluiced.log" || true)
 echo "- sluiced at exit, over every change of the run: ${visible:-(no line \"rule changes:\" in its log)}"
-served=$(grep -o 'control requests: .*' "$WORK/sluiced.log" || true)
-echo "- sluiced at exit, its side of each request (sluicectl's included): ${served:-(no line \"control requests:\" in its log)}"
+served=$(grep -o 'control requests, .*' "$WORK/sluiced.log" | sed 's/^/  - /' || true)
+echo "- sluiced at exit, its side of each request by op, over the whole run (sluicectl's included):"
+echo "${served:-  - (no line \"control requests, OP:\" in its log)}"
 policy=$(grep -o 'control socket threads .*' "$WORK/sluiced.log" || true)
 echo "- control threads' scheduling: ${policy:-SCHED_FIFO 1 (granted)}"
 echo

@@ -128,25 +128,30 @@ void control_loop(Dataplane& dp, const StopSignals& signals, uint64_t stats_inte
 }
 
 // sluiced's log at exit: where the control requests that went to the worker thread spent
-// their time (bench_control.sh reads it beside the client's own request-to-reply times).
+// their time, one line per op (bench_control.sh reads them beside the client's own
+// request-to-reply times). For a write, "executed" ends when every worker runs the change.
 void log_request_timings(const ControlServer& control) {
-  std::vector<RequestTiming> t = control.request_timings();
-  if (t.empty()) return;
-  auto pick = [&](uint64_t RequestTiming::*field) {
-    std::vector<uint64_t> v;
-    v.reserve(t.size());
-    for (const RequestTiming& r : t) v.push_back(r.*field);
-    std::sort(v.begin(), v.end());
-    return std::array<double, 3>{double(v[v.size() / 2]) / 1e3, double(v[v.size() * 99 / 100]) / 1e3,
-                                 double(v.back()) / 1e3};
-  };
-  const auto queued = pick(&RequestTiming::queued_ns);
-  const auto executed = pick(&RequestTiming::executed_ns);
-  const auto replied = pick(&RequestTiming::replied_ns);
-  live_log("control requests: %zu on the worker thread, from the last byte read (p50 / p99 / max "
-           "us): taken %.1f / %.1f / %.1f, executed %.1f / %.1f / %.1f, reply sent %.1f / %.1f / "
-           "%.1f", t.size(), queued[0], queued[1], queued[2], executed[0], executed[1],
-           executed[2], replied[0], replied[1], replied[2]);
+  const std::vector<RequestTiming> all = control.request_timings();
+  for (const wire::Op op : wire::all_ops()) {
+    std::vector<uint64_t> queued, executed, replied;
+    for (const RequestTiming& r : all) {
+      if (r.op != op) continue;
+      queued.push_back(r.queued_ns);
+      executed.push_back(r.executed_ns);
+      replied.push_back(r.replied_ns);
+    }
+    if (queued.empty()) continue;
+    auto pick = [](std::vector<uint64_t>& v) {
+      std::sort(v.begin(), v.end());
+      return std::array<double, 3>{double(v[v.size() / 2]) / 1e3,
+                                   double(v[v.size() * 99 / 100]) / 1e3, double(v.back()) / 1e3};
+    };
+    const auto q = pick(queued), e = pick(executed), r = pick(replied);
+    live_log("control requests, %s: %zu, from the last byte read (p50 / p99 / max us): taken "
+             "%.1f / %.1f / %.1f, executed %.1f / %.1f / %.1f, reply sent %.1f / %.1f / %.1f",
+             wire::op_name(op), queued.size(), q[0], q[1], q[2], e[0], e[1], e[2], r[0], r[1],
+             r[2]);
+  }
 }
 
 }  // namespace

@@ -146,12 +146,13 @@ void ControlLoop::work() {
       jobs_.pop_front();
     }
     const uint64_t started_ns = now_ns();
-    std::string reply = service_->execute(job.request);
+    std::string reply = service_->execute(job.request, job.read_ns);
     const uint64_t executed_ns = now_ns();
     {
       std::lock_guard lock(mu_);
       done_.push_back({job.conn_id, std::move(reply),
-                       {started_ns - job.read_ns, executed_ns - job.read_ns, job.read_ns}});
+                       {job.request.op, started_ns - job.read_ns, executed_ns - job.read_ns,
+                        job.read_ns}});
     }
     const uint64_t one = 1;
     (void)!write(wake_fd_, &one, sizeof one);

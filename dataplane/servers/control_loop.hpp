@@ -40,8 +40,11 @@ struct ControlLimits {
 
 // Where a request handed to the worker thread spent its time, measured by the loop
 // (steady clock, ns): from its last byte read to the worker taking it, to its reply built
-// (the apply, for a write), to the reply's last byte given to the socket.
+// (the apply, for a write: every worker runs the new rules by then), to the reply's last byte
+// given to the socket. Kept per op: a 1,000-rule config.load takes milliseconds to parse, a
+// rule.set microseconds, and one pooled percentile would hide either.
 struct RequestTiming {
+  wire::Op op = wire::Op::hello;
   uint64_t queued_ns = 0, executed_ns = 0, replied_ns = 0;
 };
 

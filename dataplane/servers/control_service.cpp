@@ -1,5 +1,8 @@
 #include "control_service.hpp"
 
+#include <chrono>
+#include <optional>
+
 #include "counters_wire.hpp"
 #include "rule_edits.hpp"
 #include "rules_loader.hpp"
@@ -63,7 +66,7 @@ void ControlService::set_target(RulesTarget* target) {
   target_.store(target);
 }
 
-std::string ControlService::execute(const wire::Request& r) {
+std::string ControlService::execute(const wire::Request& r, uint64_t received_ns) {
   switch (r.op) {
     case Op::hello: {
       const bool writable = target_.load() != nullptr;
@@ -76,13 +79,13 @@ std::string ControlService::execute(const wire::Request& r) {
     case Op::stats:
       return stats_reply(r.id);
     default:
-      return with_target(r);
+      return with_target(r, received_ns);
   }
 }
 
 // Everything that reads or changes the running rules: one at a time (the generation check
 // of a write holds until it is applied), and never while the target is being replaced.
-std::string ControlService::with_target(const wire::Request& r) {
+std::string ControlService::with_target(const wire::Request& r, uint64_t received_ns) {
   std::lock_guard lock(target_mu_);
   RulesTarget* const target = target_.load();
   // The running rules are copied only for the reads that need them (writes take their own).
@@ -107,13 +110,14 @@ std::string ControlService::with_target(const wire::Request& r) {
     case Op::rule_set:
     case Op::rule_del:
     case Op::config_load:
-      return write(r, target);
+      return write(r, target, received_ns);
     default:
       return error(r, wire::ErrorKind::usage, "unknown op");
   }
 }
 
-std::string ControlService::write(const wire::Request& r, RulesTarget* target) {
+std::string ControlService::write(const wire::Request& r, RulesTarget* target,
+                                  uint64_t received_ns) {
   if (target == nullptr)
     return error(r, wire::ErrorKind::unsupported,
                  std::string(wire::op_name(r.op)) +
@@ -138,7 +142,16 @@ std::string ControlService::write(const wire::Request& r, RulesTarget* target) {
   if (!next) return error(r, wire::ErrorKind::invalid, next.error().message);
   auto applied = target->apply(std::move(next).value());
   if (!applied) return error(r, wire::ErrorKind::runtime, applied.error().message);
-  return wire::encode_diff_result(r.id, *applied, target->generation());
+  // apply() returns once every worker has left the old rules behind: from here on each of
+  // them runs the change.
+  std::optional<uint64_t> applied_us;
+  if (received_ns != 0) {
+    const uint64_t now = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now().time_since_epoch())
+                                      .count());
+    applied_us = now > received_ns ? (now - received_ns) / 1000 : 0;
+  }
+  return wire::encode_diff_result(r.id, *applied, target->generation(), applied_us);
 }
 
 }  // namespace sluice

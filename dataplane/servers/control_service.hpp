@@ -52,11 +52,13 @@ class ControlService {
 
   // The reply body to a request body. Thread-safe; writes are applied one at a time.
   std::string handle(std::string_view body);
-  std::string execute(const wire::Request& request);
+  // `received_ns` (steady clock, 0: not known): when the request's last byte was read. A
+  // write's reply then says how long after it every worker ran the change (`applied_us`).
+  std::string execute(const wire::Request& request, uint64_t received_ns = 0);
 
  private:
-  std::string write(const wire::Request& r, RulesTarget* target);
-  std::string with_target(const wire::Request& r);
+  std::string write(const wire::Request& r, RulesTarget* target, uint64_t received_ns);
+  std::string with_target(const wire::Request& r, uint64_t received_ns);
 
   std::atomic<RulesTarget*> target_;
   std::mutex target_mu_;  // held while a request uses the target

@@ -361,11 +361,14 @@ json diff_to_json(const RulesDiff& diff) {
 }
 
 
-std::string encode_diff_result(uint64_t id, const RulesDiff& diff, uint64_t generation) {
+std::string encode_diff_result(uint64_t id, const RulesDiff& diff, uint64_t generation,
+                               std::optional<uint64_t> applied_us) {
   // Keys in the order dump_json writes them (sorted: nlohmann's objects are std::maps).
   std::string out;
-  out.reserve(96 + diff.rules.size() * 72);
-  out += "{\"id\":" + std::to_string(id) + ",\"ok\":true,\"result\":{\"diff\":{\"default_changed\":";
+  out.reserve(120 + diff.rules.size() * 72);
+  out += "{\"id\":" + std::to_string(id) + ",\"ok\":true,\"result\":{";
+  if (applied_us) out += "\"applied_us\":" + std::to_string(*applied_us) + ",";
+  out += "\"diff\":{\"default_changed\":";
   out += diff.default_changed ? "true" : "false";
   out += ",\"rules\":[";
   bool first = true;

@@ -72,10 +72,12 @@ std::string encode_request(const Request& request);
 
 std::string encode_error(const ErrorReply& error);
 std::string encode_result(uint64_t id, nlohmann::json result);
-// encode_result(id, {{"diff", diff_to_json(diff)}, {"generation", generation}}), the same text,
-// written straight from the diff: a write's reply lists every rule of the set (1,000 rules:
-// 1,000 JSON objects built, copied and freed for one reply otherwise).
-std::string encode_diff_result(uint64_t id, const RulesDiff& diff, uint64_t generation);
+// encode_result(id, {{"diff", diff_to_json(diff)}, {"generation", generation}}) (and
+// {"applied_us", *applied_us} when given), the same text, written straight from the diff: a
+// write's reply lists every rule of the set (1,000 rules: 1,000 JSON objects built, copied
+// and freed for one reply otherwise).
+std::string encode_diff_result(uint64_t id, const RulesDiff& diff, uint64_t generation,
+                               std::optional<uint64_t> applied_us = std::nullopt);
 
 struct Reply {
   uint64_t id = 0;

@@ -272,6 +272,10 @@ TEST(ControlMessages, ADiffReplyIsTheTextTheGenericEncoderWrites) {
     auto back = diff_from_json(reply->result["diff"]);
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(back->rules.size(), d.rules.size());
+    // With the time the change took to reach every worker (a reply of sluiced's loop).
+    for (uint64_t us : {uint64_t{0}, uint64_t{137}, uint64_t{18446744073709551615ull}})
+      EXPECT_EQ(encode_diff_result(9, d, 3, us),
+                encode_result(9, {{"applied_us", us}, {"diff", diff_to_json(d)}, {"generation", 3}}));
   }
 }
 

@@ -168,6 +168,9 @@ TEST_F(ControlSocket, WritesThroughTheSocketApplyAndStaleOnesConflict) {
   auto set = backend.set_rule("udp-only", {{"rate", "2kpps"}}, {});
   ASSERT_TRUE(set) << set.error().message;
   EXPECT_EQ(set->generation, 2u);
+  // The loop's reply says when the change ran everywhere, counted from the request's read.
+  ASSERT_TRUE(set->applied_us.has_value());
+  EXPECT_LT(*set->applied_us, 60'000'000u);
   EXPECT_EQ(format_rules_diff(set->diff).substr(0, 32), "~ udp-only: rate (buckets kept)\n");
   auto stale = backend.delete_rule("udp-only", ctl::WriteOptions{1});
   ASSERT_FALSE(stale);
