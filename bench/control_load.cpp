@@ -4,16 +4,19 @@
 // Pipeline (PipelineRulesTarget), as sluiced's control thread does after reading a frame:
 // decode the JSON, load the rules text, apply, encode the diff reply.
 //
-//   sluice-bench-control-load [--rules N] [--loads L]
+//   sluice-bench-control-load [--rules N] [--loads L] [--set]
 //
 // The first load (1 rule -> N) is not measured; then L loads alternate between the two files,
-// each changing every rule. Prints this thread's CPU time per measured load (median, mean,
+// each changing every rule. --set: instead, L `rule.set per-flow` requests (the rate flipping
+// between 2 and 1 Mpps: bench_control.sh's "rule.set, 1,000 rules running") with N rules
+// running. Prints this thread's CPU time per measured load (median, mean,
 // min) on stdout; exits 1 if a load is refused. For instruction counts, run it under
 //   valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*changed_load*'
 // and divide the total by L.
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -51,6 +54,12 @@ std::string rules_file(size_t n, int flip) {
   return text;
 }
 
+std::string set_request(uint64_t id, int flip) {
+  return nlohmann::json{{"version", 2}, {"id", id}, {"op", "rule.set"}, {"name", "per-flow"},
+                        {"fields", {{"rate", flip ? "1Mpps" : "2Mpps"}}}}
+      .dump();
+}
+
 std::string request(uint64_t id, const std::string& text) {
   return nlohmann::json{{"version", 2}, {"id", id}, {"op", "config.load"},
                         {"text", text}, {"filename", "rules-1000.yaml"}}
@@ -70,7 +79,7 @@ __attribute__((noipa)) std::string changed_load(ControlService& service,
 }
 
 [[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: sluice-bench-control-load [--rules N] [--loads L]\n");
+  std::fprintf(stderr, "usage: sluice-bench-control-load [--rules N] [--loads L] [--set]\n");
   std::exit(2);
 }
 
@@ -78,8 +87,13 @@ __attribute__((noipa)) std::string changed_load(ControlService& service,
 
 int main(int argc, char** argv) {
   size_t rules = 1000, loads = 20;
+  bool set = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--set") {
+      set = true;
+      continue;
+    }
     if (i + 1 >= argc) usage();
     const size_t value = std::strtoull(argv[++i], nullptr, 10);
     if (arg == "--rules") rules = value;
@@ -102,12 +116,15 @@ int main(int argc, char** argv) {
   PipelineRulesTarget target(**created, [&] { return now_ns; });
   ControlService service(&target, *start);
 
-  const std::string bodies[2] = {request(1, rules_file(rules, 0)), request(2, rules_file(rules, 1))};
+  const std::array<std::string, 2> bodies = set ? std::array<std::string, 2>{set_request(1, 0), set_request(2, 1)}
+                                    : std::array<std::string, 2>{request(1, rules_file(rules, 0)),
+                                                                 request(2, rules_file(rules, 1))};
+  const std::string first = request(1, rules_file(rules, 0));
   std::vector<double> ms;
   for (size_t i = 0; i <= loads; ++i) {
     const double t0 = thread_cpu_ms();
     // The first load adds 999 rules (not measured); each other one changes all of them.
-    const std::string reply = i == 0 ? service.handle(bodies[0]) : changed_load(service, bodies[i % 2]);
+    const std::string reply = i == 0 ? service.handle(first) : changed_load(service, bodies[i % 2]);
     const double t1 = thread_cpu_ms();
     now_ns += 1'000'000;
     if (reply.find("\"ok\":true") == std::string::npos) {
@@ -120,9 +137,9 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   double sum = 0;
   for (double m : ms) sum += m;
-  std::printf("rules %zu loads %zu body %zu bytes: CPU per load median %.3f ms, mean %.3f ms, "
+  std::printf("%s: rules %zu loads %zu body %zu bytes: CPU per load median %.3f ms, mean %.3f ms, "
               "min %.3f ms\n",
-              rules, loads, bodies[1].size(), sorted[sorted.size() / 2],
+              set ? "rule.set" : "config.load", rules, loads, bodies[1].size(), sorted[sorted.size() / 2],
               sum / double(ms.size()), sorted.front());
   return 0;
 }

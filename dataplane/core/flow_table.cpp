@@ -107,6 +107,7 @@ Result<FlowTable> FlowTable::create(uint64_t capacity, uint64_t idle_timeout_ns,
 FlowTable::FlowTable(FlowTable&& o) noexcept
     : sets_(o.sets_),
       mapping_(o.mapping_),
+      used_sets_(std::move(o.used_sets_)),
       mapping_bytes_(o.mapping_bytes_),
       nsets_(o.nsets_),
       capacity_(o.capacity_),
@@ -161,6 +162,7 @@ Status FlowTable::map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns,
                 std::atomic<uint64_t>::is_always_lock_free &&
                 std::is_trivially_destructible_v<std::atomic<uint64_t>>);
   sets_ = reinterpret_cast<std::atomic<uint64_t>*>(base);
+  used_sets_ = std::make_unique<std::atomic<uint64_t>[]>((nsets_ + 63) / 64);  // all 0
   // A huge-page table is written now, a word per 4 KB, as it always was: its 2 MB page faults
   // (each zeroing 2 MB) would stall a worker for ~100 us on the first packets, and a table
   // that large is sized on purpose (`--flows`, max-flows), so it is committed at start.
@@ -299,7 +301,9 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
       return {{nullptr, Outcome::no_slot}, nullptr};
     }
 
-    // 3. Claim with one CAS; it fails if anyone touched the tag word since our scan.
+    // 3. Claim with one CAS; it fails if anyone touched the tag word since our scan. A stale
+    //    or evicted slot's set was marked by the claim that filled it.
+    if (expected == kEmpty) mark_used(unsigned(victim) < kWays ? first : second);
     std::atomic<uint64_t>& mine = tag_at(unsigned(victim));
     if (!mine.compare_exchange_strong(expected, pending, std::memory_order_seq_cst,
                                       std::memory_order_relaxed)) {

@@ -64,6 +64,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "result.hpp"
@@ -176,7 +177,9 @@ class FlowTable {
   uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
   uint64_t capacity() const { return capacity_; }
   // The table's full size, as if every page were in use.
-  size_t memory_bytes() const { return sizeof(*this) + nsets_ * stride_words_ * sizeof(uint64_t); }
+  size_t memory_bytes() const { return sizeof(*this) + sets_bytes() + (nsets_ + 63) / 64 * 8; }
+  // The sets alone: the mapping the table reserves (less alignment).
+  size_t sets_bytes() const { return nsets_ * stride_words_ * sizeof(uint64_t); }
   // Address space reserved for the table, and how much of it is mapped so far (mincore():
   // pages written, and pages only read, which share the kernel's zero page; a diagnostic,
   // not for the packet path).
@@ -205,6 +208,26 @@ class FlowTable {
   bool seen_once_at(size_t i) const { return (tag_word(i) & kSeenOnce) != 0; }
   const std::atomic<uint64_t>* state_at(size_t i) const {
     return states(i / kWays) + (i % kWays) * state_words_;
+  }
+  // Calls f(slot) for every slot that holds a flow (published: neither empty nor being
+  // claimed) when its tag is read, reading only the sets a flow was ever claimed in. A rate
+  // change converts every flow's bucket on the first worker to run it: a sweep of every set
+  // of a default 64k-flow table was ~2M instructions however few flows it held (bench
+  // sluice-bench-control-load --set), time that worker did not forward.
+  template <class F>
+  void for_each_flow_slot(F&& f) const {
+    const size_t words = (nsets_ + 63) / 64;
+    for (size_t w = 0; w < words; ++w) {
+      // seq_cst, as mark_used(): a set whose bit reads 0 here had no claim yet, so every tag
+      // in it reads empty, as a sweep of its tags would have found them.
+      for (uint64_t bits = used_sets_[w].load(std::memory_order_seq_cst); bits != 0; bits &= bits - 1) {
+        const size_t set = w * 64 + size_t(__builtin_ctzll(bits));
+        for (unsigned way = 0; way < kWays; ++way) {
+          const uint64_t t = tags(set)[way].load(std::memory_order_acquire);
+          if (t != kEmpty && !(t & kPending)) f(set * kWays + way);
+        }
+      }
+    }
   }
   // The slot index of a state pointer returned by find_or_insert() / find().
   size_t slot_of(const std::atomic<uint64_t>* state) const;
@@ -283,9 +306,19 @@ class FlowTable {
   bool reserve();
   // Gives up a held claim: the slot becomes empty (any flow it held before is gone).
   void abandon(std::atomic<uint64_t>& tag);
+  // Notes, before the claim of an empty slot of `set`, that the set may hold a flow (once per
+  // set: later claims see the bit and write nothing).
+  void mark_used(size_t set) {
+    std::atomic<uint64_t>& w = used_sets_[set / 64];
+    const uint64_t bit = uint64_t{1} << (set % 64);
+    if (!(w.load(std::memory_order_seq_cst) & bit)) w.fetch_or(bit, std::memory_order_seq_cst);
+  }
 
   std::atomic<uint64_t>* sets_ = nullptr;  // nsets_ * stride_words_ words
   void* mapping_ = nullptr;                // what to unmap (sets_ is aligned inside it)
+  // A bit per set: a flow was claimed in it since the table was made (never cleared; a
+  // cleared bit could race a claim). 1/1024 of the table's bytes at one state word a flow.
+  std::unique_ptr<std::atomic<uint64_t>[]> used_sets_;
   size_t mapping_bytes_ = 0;
   uint64_t nsets_ = 0;
   uint64_t capacity_ = 0;

@@ -23,7 +23,8 @@ uint64_t flow_table_bytes(uint64_t capacity, unsigned state_words) {
   const u128 sets = std::max<u128>(
       1, (u128{capacity} * FlowTable::kSlack + FlowTable::kWays - 1) / FlowTable::kWays);
   const u128 set_bytes = u128{FlowTable::kWays} * (1 + state_words) * sizeof(uint64_t);
-  return saturated(sets * set_bytes);
+  const u128 used_bits_bytes = (sets + 63) / 64 * sizeof(uint64_t);  // a bit per set
+  return saturated(sets * set_bytes + used_bits_bytes);
 }
 
 FlowMemory flow_table_memory(const RuleSet& rules, uint64_t default_max_flows) {

@@ -352,14 +352,13 @@ void convert_words(const CompiledRule& cr, const RuleProfiles& from, std::atomic
 void convert_rule(const CompiledRule& cr, const RuleProfiles& from, uint64_t now_ns) {
   if (cr.flows) {
     const FlowTable& t = *cr.flows;
-    for (size_t i = 0; i < t.slot_count(); ++i) {
-      const uint64_t tag = t.tag_word(i);
-      // Empty, or being created (its creator initialises it under whichever profile it runs).
-      if (tag == FlowTable::kEmpty || (tag & FlowTable::kPending) != 0) continue;
+    // Slots empty or being created are skipped (a creator initialises its flow under
+    // whichever profile it runs).
+    t.for_each_flow_slot([&](size_t i) {
       // The table hands out its state words read-only for introspection; they are the
       // same atomics the workers charge, in memory the table owns mutably.
       convert_words(cr, from, const_cast<std::atomic<uint64_t>*>(t.state_at(i)), now_ns);
-    }
+    });
     return;
   }
   RuleState& st = *cr.state;

@@ -253,7 +253,15 @@ void append_json_string(std::string& out, const std::string& s) {
       return;
     }
   out += '"';
-  for (unsigned char c : s) {
+  // Runs of characters that need no escape (every one in a usual rule name) are appended
+  // whole: a reply lists every rule of the set, and a char at a time was a quarter of a
+  // rule.set's CPU with 1,000 rules running.
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s, run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -267,11 +275,10 @@ void append_json_string(std::string& out, const std::string& s) {
           out += "\\u00";
           out += kHex[c >> 4];
           out += kHex[c & 15];
-        } else {
-          out += char(c);
         }
     }
   }
+  out.append(s, run, s.size() - run);
   out += '"';
 }
 

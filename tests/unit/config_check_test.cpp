@@ -117,7 +117,8 @@ TEST_F(ConfigCheck, SluicedRefusesHugeMaxFlowsAtItsLine) {
 }
 
 TEST_F(ConfigCheck, SluicedRefusesFlowTablesLargerThanMemory) {
-  // 64 meters at the largest max-flows: 768 GiB of flow tables, more than this machine has.
+  // 64 meters at the largest max-flows: 768 GiB of flow tables (and 8 MiB each of bits, one
+  // per set), more than this machine has.
   std::string text = "rules:\n";
   for (int i = 0; i < 64; ++i)
     text += "  - {name: m" + std::to_string(i) +
@@ -125,11 +126,11 @@ TEST_F(ConfigCheck, SluicedRefusesFlowTablesLargerThanMemory) {
   std::string f = write("rules.yaml", text);
   Exit check = run("SLUICECTL", {"config", "check", f});
   EXPECT_EQ(check.code, 0) << check.err;
-  EXPECT_NE(check.out.find("flow tables 768.0 GiB for 17179869184 flows"), std::string::npos)
+  EXPECT_NE(check.out.find("flow tables 768.5 GiB for 17179869184 flows"), std::string::npos)
       << check.out;
   Exit r = replay(f);
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find(f + ": flow tables need 768.0 GiB (824633720832 bytes) for 17179869184 "
+  EXPECT_NE(r.err.find(f + ": flow tables need 768.5 GiB (825170591744 bytes) for 17179869184 "
                            "flows, more than the "),
             std::string::npos)
       << r.err;

@@ -23,11 +23,12 @@ TEST(MemoryBudget, MatchesRealFlowTables) {
 }
 
 TEST(MemoryBudget, BytesPerFlow) {
-  // flow_table.hpp: 32 bytes a flow, 48 with a meter's two words; whole sets of 8 slots.
-  EXPECT_EQ(flow_table_bytes(65536, 1), 65536u * 32);
-  EXPECT_EQ(flow_table_bytes(65536, 2), 65536u * 48);
-  EXPECT_EQ(flow_table_bytes(1, 1), 128u);  // one set
-  EXPECT_EQ(flow_table_bytes(kMaxFlowsPerRule, 2), uint64_t{12} << 30);
+  // flow_table.hpp: 32 bytes a flow, 48 with a meter's two words; whole sets of 8 slots;
+  // and a bit per set (16,384 sets for 65,536 flows: 2 KiB).
+  EXPECT_EQ(flow_table_bytes(65536, 1), 65536u * 32 + 2048);
+  EXPECT_EQ(flow_table_bytes(65536, 2), 65536u * 48 + 2048);
+  EXPECT_EQ(flow_table_bytes(1, 1), 128u + 8);  // one set
+  EXPECT_EQ(flow_table_bytes(kMaxFlowsPerRule, 2), (uint64_t{12} << 30) + (uint64_t{8} << 20));
   EXPECT_EQ(flow_table_bytes(UINT64_MAX, 2), UINT64_MAX);  // saturates, never wraps
 }
 
@@ -46,7 +47,7 @@ TEST(MemoryBudget, ThreeKeyedRulesAtTheDefault) {
       "  - {name: d, key: none, rate: 10pps, burst: 5}\n");
   FlowMemory m = flow_table_memory(rs, 65536);
   EXPECT_EQ(m.flows, 196608u);
-  EXPECT_EQ(m.bytes, uint64_t{6} << 20);
+  EXPECT_EQ(m.bytes, (uint64_t{6} << 20) + 3 * 2048);  // sets, and a bit per set
   EXPECT_EQ(format_memory_size(m.bytes), "6.0 MiB");
 }
 
@@ -58,7 +59,8 @@ TEST(MemoryBudget, MaxFlowsMetersAndTheDefault) {
       "  - {name: w, key: src-ip, algorithm: fixed-window, window: 1s, limit: 5}\n");
   FlowMemory m = flow_table_memory(rs, 4096);
   EXPECT_EQ(m.flows, 1000u + 4096 + 4096);
-  EXPECT_EQ(m.bytes, 1000u * 32 + 4096 * 48 + 4096 * 32);
+  // Sets (250, 1,024, 1,024), and a bit per set rounded up to words (32, 128, 128 bytes).
+  EXPECT_EQ(m.bytes, 1000u * 32 + 4096 * 48 + 4096 * 32 + 32 + 128 + 128);
   EXPECT_EQ(flow_table_memory(RuleSet{}, 4096).bytes, 0u);
 }
 
@@ -71,17 +73,18 @@ TEST(MemoryBudget, AFileAtEveryLimitFitsInSixtyFourBits) {
   rs.rules.assign(kMaxRules, r);
   FlowMemory m = flow_table_memory(rs, 65536);
   EXPECT_EQ(m.flows, uint64_t{kMaxRules} * kMaxFlowsPerRule);
-  EXPECT_EQ(m.bytes, uint64_t{kMaxRules} * (uint64_t{12} << 30));
+  EXPECT_EQ(m.bytes, uint64_t{kMaxRules} * ((uint64_t{12} << 30) + (uint64_t{8} << 20)));
 }
 
 TEST(MemoryBudget, RefusesMoreThanIsAvailableWithBothFigures) {
   RuleSet rs = load("rules:\n  - {name: a, key: src-ip, rate: 10pps, burst: 5}\n");
-  EXPECT_TRUE(check_flow_memory(rs, 65536, uint64_t{2} << 20).ok());
-  Status s = check_flow_memory(rs, 65536, (uint64_t{2} << 20) - 1);
+  const uint64_t need = (uint64_t{2} << 20) + 2048;  // 16,384 sets and a bit each
+  EXPECT_TRUE(check_flow_memory(rs, 65536, need).ok());
+  Status s = check_flow_memory(rs, 65536, need - 1);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message,
-            "flow tables need 2.0 MiB (2097152 bytes) for 65536 flows, more than the 2.0 MiB "
-            "(2097151 bytes) of memory available; lower max-flows or --flows");
+            "flow tables need 2.0 MiB (2099200 bytes) for 65536 flows, more than the 2.0 MiB "
+            "(2099199 bytes) of memory available; lower max-flows or --flows");
 }
 
 TEST(MemoryBudget, ReadsMemAvailable) {
