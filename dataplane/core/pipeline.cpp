@@ -143,7 +143,7 @@ Result<RulesDiff> Pipeline::apply(RuleSet next, uint64_t now_ns) {
   }
   // No worker adopted it (none online, or no grace period: the one caller adopts later):
   // the state conversions happen now, while nobody charges.
-  run_state_conversions(*m.owned, now_ns);
+  run_state_conversions(*m.owned, now_ns, ConversionWait::sleep);
   replaced.reset();  // frees the states of removed rules with it
   if (m.grace) {
     // Every worker folded and cleared the removed rules' slots: they may serve new rules.
@@ -161,7 +161,8 @@ Result<RulesDiff> Pipeline::apply(RuleSet next, uint64_t now_ns) {
 const RulesSnapshot& Pipeline::enter(WorkerCounters& counters, uint64_t now_ns) {
   const RulesSnapshot& s = *impl_->current.load(std::memory_order_acquire);
   if (counters.generation != s.generation || counters.per_rule.size() < s.counter_slots) [[unlikely]] {
-    if (s.conversion_state.load(std::memory_order_acquire) != 2) run_state_conversions(s, now_ns);
+    if (s.conversion_state.load(std::memory_order_acquire) != 2)
+      run_state_conversions(s, now_ns, ConversionWait::spin);
     adopt_counters(s, counters);
     s.entered.fetch_add(1, std::memory_order_relaxed);
     uint64_t seen = s.last_entered_ns.load(std::memory_order_relaxed);

@@ -369,22 +369,33 @@ void convert_rule(const CompiledRule& cr, const RuleProfiles& from, uint64_t now
 
 }  // namespace
 
-void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns) {
+void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns, ConversionWait wait) {
   int expected = 0;
   if (snap.conversion_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
     for (const StateConversion& c : snap.conversions) convert_rule(snap.compiled[c.rule], c.from, now_ns);
     snap.conversion_state.store(2, std::memory_order_release);
     return;
   }
-  // Another worker converts: a table sweep at most; charging before it ends would read words
-  // of the old profile with the new one. Yield first (a worker alone on its CPU gets it back
-  // at once), then sleep: a thread that shares its CPU with a busy-polling worker (the
-  // control thread on 2 CPUs) is not scheduled again for a whole time slice after a yield,
-  // but a sleeper that wakes preempts the poller.
+  // Another thread converts: a sweep of the sets its tables used at most; charging before it
+  // ends would read words of the old profile with the new one.
+  // A worker spins: a 10 us sleep of a SCHED_OTHER thread lasts 60 us or more (the default
+  // 50 us timer slack), each one a stall of its forwarding, seen on every rule.set of a storm.
+  // The converter is never starved by it: the other worker has a CPU of its own, and the
+  // control thread either preempts this worker (SCHED_FIFO) or outweighs it (nice -10). Past
+  // kSpinNs (a converter descheduled by other load) it sleeps, as the control thread does.
+  // The control thread yields, then sleeps: on 2 CPUs it shares one with a busy-polling worker,
+  // and after a yield the scheduler lets the poller run out its whole slice (ms), while a
+  // sleeper that wakes preempts it.
   constexpr int kYields = 64;
+  constexpr auto kSpin = std::chrono::microseconds(500);
+  const auto spin_until = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0; snap.conversion_state.load(std::memory_order_acquire) != 2; ++i) {
-    if (i < kYields) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(10));
+    if (wait == ConversionWait::spin && ((i & 63) != 0 || std::chrono::steady_clock::now() < spin_until))
+      detail::contention_backoff();  // a few pause instructions
+    else if (wait == ConversionWait::sleep && i < kYields)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(10));
   }
 }
 

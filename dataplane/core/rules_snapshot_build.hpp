@@ -52,7 +52,11 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
 
 // Carries the state words of the snapshot's kept rules whose profile changed into their new
 // profiles at now_ns, once (the first caller does it, any other waits until it is done).
-void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns);
+// How a caller waits for another one's conversion: a worker spins (the converter is the other
+// worker, on its own CPU, or the control thread, which preempts it); the control thread
+// sleeps (it may share the CPU of the very worker that converts).
+enum class ConversionWait { spin, sleep };
+void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns, ConversionWait wait);
 
 // Lays `counters` out for `snap`: grows them, folds and clears the slots of retiring rules,
 // clears fresh slots.
