@@ -70,8 +70,10 @@ void run(benchmark::State& state, Sampling mode) {
   for (size_t done = 0; done < kFrames; done += kBurst) one_burst();  // flows created
   // Two seconds of synthetic time (32M packets): the adaptive interval has settled, as in a
   // worker that has run for a while (the first second of a worker's life samples more).
-  if (mode == Sampling::adaptive)
-    for (uint64_t t = now_ns; now_ns - t < 2'000'000'000;) one_burst();
+  if (mode == Sampling::adaptive) {
+    const uint64_t settled_ns = now_ns + 2'000'000'000;  // one_burst() moves now_ns on
+    while (now_ns < settled_ns) one_burst();
+  }
   for (auto _ : state) one_burst();
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(kBurst));
   if (sample) state.counters["sample_every"] = double(sampler.every());
