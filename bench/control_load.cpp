@@ -73,7 +73,12 @@ double thread_cpu_ms() {
 }
 
 // One measured load (its own function, for callgrind's --toggle-collect).
-__attribute__((noipa)) std::string changed_load(ControlService& service,
+#if defined(__clang__)
+#define SLUICE_NOIPA __attribute__((noinline))
+#else
+#define SLUICE_NOIPA __attribute__((noipa))
+#endif
+SLUICE_NOIPA std::string changed_load(ControlService& service,
                                                    const std::string& body) {
   return service.handle(body);
 }
