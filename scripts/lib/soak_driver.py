@@ -256,6 +256,14 @@ def describe_sockets(pid, targets):
             what[f[6]] = "unix %s" % (f[7] if len(f) > 7 else "(unnamed)")
     except OSError:
         pass
+    for proto, inode_col in (("packet", 8), ("netlink", 9)):
+        try:
+            for line in open("/proc/%d/net/%s" % (pid, proto)).read().splitlines()[1:]:
+                f = line.split()
+                if len(f) > inode_col:
+                    what[f[inode_col]] = proto
+        except OSError:
+            pass
     for fd, t in targets.items():
         if t.startswith("socket:["):
             targets[fd] = "%s %s" % (t, what.get(t[8:-1], "?"))
