@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bucket_convert.hpp"
+#include "sleep_backoff.hpp"
 #include "limiter_profile.hpp"
 #include "rules_diff.hpp"
 #include "rules_snapshot_build.hpp"
@@ -383,19 +384,19 @@ void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns, Conversio
   // The converter is never starved by it: the other worker has a CPU of its own, and the
   // control thread either preempts this worker (SCHED_FIFO) or outweighs it (nice -10). Past
   // kSpinNs (a converter descheduled by other load) it sleeps, as the control thread does.
-  // The control thread yields, then sleeps: on 2 CPUs it shares one with a busy-polling worker,
-  // and after a yield the scheduler lets the poller run out its whole slice (ms), while a
-  // sleeper that wakes preempts it.
-  constexpr int kYields = 64;
+  // The control thread sleeps from the start: on 2 CPUs it shares one with a busy-polling
+  // worker, maybe the converter. At SCHED_FIFO a yield returns at once (a spin that keeps the
+  // converter off its CPU); at SCHED_OTHER the scheduler lets the poller run out its whole
+  // slice (ms) after a yield. A sleeper that wakes preempts the poller instead.
+  // Sleeps double (sleep_backoff.hpp): a fixed 10 us sleep at SCHED_FIFO is a spin here.
   constexpr auto kSpin = std::chrono::microseconds(500);
   const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  SleepBackoff backoff;
   for (int i = 0; snap.conversion_state.load(std::memory_order_acquire) != 2; ++i) {
     if (wait == ConversionWait::spin && ((i & 63) != 0 || std::chrono::steady_clock::now() < spin_until))
       detail::contention_backoff();  // a few pause instructions
-    else if (wait == ConversionWait::sleep && i < kYields)
-      std::this_thread::yield();
     else
-      std::this_thread::sleep_for(std::chrono::microseconds(10));
+      backoff.sleep();
   }
 }
 

@@ -54,7 +54,7 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
 // profiles at now_ns, once (the first caller does it, any other waits until it is done).
 // How a caller waits for another one's conversion: a worker spins (the converter is the other
 // worker, on its own CPU, or the control thread, which preempts it); the control thread
-// sleeps (it may share the CPU of the very worker that converts).
+// sleeps from the start (it may share the CPU of the very worker that converts).
 enum class ConversionWait { spin, sleep };
 void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns, ConversionWait wait);
 

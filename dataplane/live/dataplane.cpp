@@ -11,6 +11,7 @@
 
 #include "flow_key.hpp"
 #include "log.hpp"
+#include "sleep_backoff.hpp"
 #include "rcu_grace_period.hpp"
 #include "report.hpp"
 #include "tsc_clock.hpp"
@@ -170,7 +171,13 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
   size_t running = 0;
   for (size_t w = 0; w < lcores->size(); ++w)
     running += std::any_of(pl.rx.begin(), pl.rx.end(), [&](const RxAssignment& a) { return a.worker == w; });
-  auto rcu = RcuGracePeriod::create(unsigned(running));
+  cpu_set_t worker_cpus;
+  CPU_ZERO(&worker_cpus);
+  for (unsigned lcore : *lcores) {
+    const rte_cpuset_t set = rte_lcore_cpuset(lcore);
+    CPU_OR(&worker_cpus, &worker_cpus, &set);
+  }
+  auto rcu = RcuGracePeriod::create(unsigned(running), worker_cpus);
   if (!rcu) return rcu.error();
   dp->rcu_ = std::move(rcu).value();
   // One shared epoch for every worker, so their now_ns are comparable (invariant TSC).
@@ -310,8 +317,8 @@ CountersSnapshot Dataplane::snapshot() {
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = *workers_[i];
       if (w.has_queues()) {
-        while (!w.handoff().answered() && rte_get_timer_cycles() < deadline)
-          rte_delay_us_sleep(10);
+        SleepBackoff backoff;  // never a spin: this thread may be on the worker's CPU
+        while (!w.handoff().answered() && rte_get_timer_cycles() < deadline) backoff.sleep();
         if (w.handoff().answered()) {
           answers_[i] = w.handoff().answer();
         } else {
@@ -340,7 +347,8 @@ std::vector<FlowWindow> Dataplane::flow_windows() {
       rte_get_timer_cycles() + rte_get_timer_hz() * kHandoffPatienceUs / 1'000'000;
   for (auto& w : workers_) {
     if (!w->has_queues()) continue;
-    while (!w->flows().answered() && rte_get_timer_cycles() < deadline) rte_delay_us_sleep(10);
+    SleepBackoff backoff;  // as in snapshot()
+    while (!w->flows().answered() && rte_get_timer_cycles() < deadline) backoff.sleep();
     if (w->flows().answered()) {
       windows.push_back(w->flows().answer());
     } else {

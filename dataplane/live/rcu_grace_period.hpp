@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rte_rcu_qsbr.h>
+#include <sched.h>
 
 #include <memory>
 
@@ -15,8 +16,9 @@ namespace sluice {
 
 class RcuGracePeriod final : public GracePeriod {
  public:
-  // Registers thread ids 0 .. readers-1. Errors: memory, an EAL that is not up.
-  static Result<std::unique_ptr<RcuGracePeriod>> create(unsigned readers);
+  // Registers thread ids 0 .. readers-1. `worker_cpus`: the CPUs the readers may run on.
+  // Errors: memory, an EAL that is not up.
+  static Result<std::unique_ptr<RcuGracePeriod>> create(unsigned readers, const cpu_set_t& worker_cpus);
   ~RcuGracePeriod() override;
   RcuGracePeriod(const RcuGracePeriod&) = delete;
   RcuGracePeriod& operator=(const RcuGracePeriod&) = delete;
@@ -25,9 +27,11 @@ class RcuGracePeriod final : public GracePeriod {
   void wait() override;
 
  private:
-  RcuGracePeriod(rte_rcu_qsbr* v, unsigned readers) : v_(v), readers_(readers) {}
+  RcuGracePeriod(rte_rcu_qsbr* v, unsigned readers, const cpu_set_t& worker_cpus)
+      : v_(v), readers_(readers), worker_cpus_(worker_cpus) {}
   rte_rcu_qsbr* v_;
   unsigned readers_;
+  cpu_set_t worker_cpus_;
 };
 
 }  // namespace sluice
