@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 
 #include "frame_fast_v4.hpp"
 #include "frame_source.hpp"
@@ -137,7 +138,10 @@ template <KeyMode mode>
 // Frames: frame_source.hpp. The common outcome's verdict (forward now) is not stored per
 // packet: the out-of-line paths store theirs and mark them in `written`, and the rest are
 // filled in after the loops only when some verdict is not "forward now" or `fill` says all.
-template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false, class Frames>
+// kSingle (with kOne): the rule's table has a single writer (one worker, replay), so the
+// loop tests no sharing mode per packet.
+template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false,
+          bool kSingle = false, class Frames>
 size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint64_t now_ns,
              WorkerCounters& counters, Verdict* verdicts, Classified* cl, VerdictFill fill) {
   // A copy (a pointer or two): read through the reference, it would be loaded again after
@@ -163,8 +167,15 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   // constant part worked out.
   const CompiledRule& one = s.compiled[0];
   FlowTable* const one_flows = kOne ? one.flows : nullptr;
-  const Sharing one_sharing = kOne ? one.sharing : Sharing::shared;
+  static_assert(kOne || !kSingle);
+  const Sharing one_sharing = kSingle ? Sharing::single_writer : kOne ? one.sharing : Sharing::shared;
+  assert(!kSingle || one.sharing == Sharing::single_writer);
   const bool one_by_packets = kOne && one.cost_in_packets;
+  const uint64_t one_overhead = kOne ? one.overhead_bytes : 0;
+  const bool one_green_passes = kOne && one.green_passes;
+  // kOne meter: its green test's numbers for this burst's clock.
+  sl_srtcm_at one_meter{};
+  if (kOne && kMeter) sl_srtcm_at_time(&one.p.meter, now_ns, &one_meter);
   // Its table's bucket words per flow, as rules_snapshot.cpp makes them: a meter's two, a
   // token bucket's one (0: any rule, read from the table).
   constexpr unsigned kOneWords = kOne ? (kMeter ? 2 : 1) : kUniform ? 1 : 0;
@@ -248,14 +259,21 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
           // As the token bucket below: update_meter's plain stores, without its test.
           const MeterWord cur = detail::meter_read(word);
           const sl_meter_state st{cur.e0, cur.e1};
+          const uint64_t cost = kOne ? (one_by_packets ? 1 : uint64_t(len) + one_overhead)
+                                     : cr.cost(len);
           sl_meter_state next{};
-          colour = sl_srtcm_decide(&cr.p.meter, &st, now_ns, cr.cost(len), &next);
+          // kOne: green from the burst's prepared numbers (a full committed bucket, or
+          // sl_srtcm_decide's short path); any other case as sl_srtcm_decide decides it.
+          if (kOne && sl_srtcm_green_at(&one_meter, &st, cost, &next)) [[likely]]
+            colour = SL_GREEN;
+          else
+            colour = sl_srtcm_decide(&cr.p.meter, &st, now_ns, cost, &next);
           __atomic_store_n(&word.e0, next.e0, __ATOMIC_RELAXED);
           __atomic_store_n(&word.e1, next.e1, __ATOMIC_RELAXED);
         } else {
           colour = srtcm_charge(cr.p.meter, word, now_ns, cr.cost(len), sharing);
         }
-        if (colour == SL_GREEN && cr.green_passes) [[likely]] {
+        if (colour == SL_GREEN && (kOne ? one_green_passes : cr.green_passes)) [[likely]] {
           if constexpr (kOne) {
             ++one_packets;
             one_bytes += len;
