@@ -39,7 +39,9 @@ size_t burst_common_ipv4(const Run& run, const Frames& src, size_t m, uint16_t p
     }
   }
   if (s.compiled.size() == 1 && s.classifier.linear() && s.compiled[0].fast_common_ipv4) {
-    const bool single = s.compiled[0].sharing == Sharing::single_writer;
+    // A token bucket's single-writer loop is also the one of a pps rate (every packet costs 1).
+    const bool single =
+        s.compiled[0].sharing == Sharing::single_writer && s.compiled[0].cost_in_packets;
 #define SLUICE_ONE_TB(mode)                                                                    \
   return single ? burst<true, mode, false, false, true>(run, src, m, port, now_ns, counters,   \
                                                         verdicts, cl, fill)                    \

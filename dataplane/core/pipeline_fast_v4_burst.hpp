@@ -138,8 +138,8 @@ template <KeyMode mode>
 // Frames: frame_source.hpp. The common outcome's verdict (forward now) is not stored per
 // packet: the out-of-line paths store theirs and mark them in `written`, and the rest are
 // filled in after the loops only when some verdict is not "forward now" or `fill` says all.
-// kSingle (with kOne): the rule's table has a single writer (one worker, replay), so the
-// loop tests no sharing mode per packet.
+// kSingle (with kOne): the rule's table has a single writer (one worker, replay) and, for a
+// token bucket, a packet costs 1 (a pps rate), so the loop tests neither per packet.
 template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false,
           bool kSingle = false, class Frames>
 size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint64_t now_ns,
@@ -170,7 +170,8 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   static_assert(kOne || !kSingle);
   const Sharing one_sharing = kSingle ? Sharing::single_writer : kOne ? one.sharing : Sharing::shared;
   assert(!kSingle || one.sharing == Sharing::single_writer);
-  const bool one_by_packets = kOne && one.cost_in_packets;
+  const bool one_by_packets = (kSingle && !kMeter) || (kOne && one.cost_in_packets);
+  assert(!kSingle || kMeter || one.cost_in_packets);
   const uint64_t one_overhead = kOne ? one.overhead_bytes : 0;
   const bool one_green_passes = kOne && one.green_passes;
   // kOne meter: its green test's numbers for this burst's clock.
