@@ -24,9 +24,12 @@ size_t burst_common_ipv4(const Run& run, const Frames& src, size_t m, uint16_t p
   const RulesSnapshot& s = run.s;
   // One keyed rule: the loops specialised on its algorithm and key mode, chosen once per
   // burst (a meter per destination, as DPDK's qos_meter runs, or a token bucket per key), and
-  // on a single writer (one worker, replay), the common case.
+  // on the rule's common shape (fast_v4::burst's kPlain): a single writer (one worker,
+  // replay), a meter's cost in bytes and its green passing, a token bucket's pps rate.
   if (s.compiled.size() == 1 && s.classifier.linear() && s.compiled[0].fast_srtcm) {
-    const bool single = s.compiled[0].sharing == Sharing::single_writer;
+    const CompiledRule& cr = s.compiled[0];
+    const bool single =
+        cr.sharing == Sharing::single_writer && !cr.cost_in_packets && cr.green_passes;
     switch (s.compiled[0].key_mode) {
       case KeyMode::dst_ip:
         return single ? burst<true, KeyMode::dst_ip, true, false, true>(run, src, m, port, now_ns, counters, verdicts, cl, fill)
@@ -39,7 +42,6 @@ size_t burst_common_ipv4(const Run& run, const Frames& src, size_t m, uint16_t p
     }
   }
   if (s.compiled.size() == 1 && s.classifier.linear() && s.compiled[0].fast_common_ipv4) {
-    // A token bucket's single-writer loop is also the one of a pps rate (every packet costs 1).
     const bool single =
         s.compiled[0].sharing == Sharing::single_writer && s.compiled[0].cost_in_packets;
 #define SLUICE_ONE_TB(mode)                                                                    \

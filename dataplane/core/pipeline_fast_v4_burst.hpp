@@ -138,10 +138,11 @@ template <KeyMode mode>
 // Frames: frame_source.hpp. The common outcome's verdict (forward now) is not stored per
 // packet: the out-of-line paths store theirs and mark them in `written`, and the rest are
 // filled in after the loops only when some verdict is not "forward now" or `fill` says all.
-// kSingle (with kOne): the rule's table has a single writer (one worker, replay) and, for a
-// token bucket, a packet costs 1 (a pps rate), so the loop tests neither per packet.
+// kPlain (with kOne): the rule's common shape, so the loop tests none of it per packet: its
+// table has a single writer (one worker, replay), and a token bucket's packet costs 1 (a pps
+// rate), a meter's its bytes, with green passing (qos_meter's shape).
 template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false,
-          bool kSingle = false, class Frames>
+          bool kPlain = false, class Frames>
 size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint64_t now_ns,
              WorkerCounters& counters, Verdict* verdicts, Classified* cl, VerdictFill fill) {
   // A copy (a pointer or two): read through the reference, it would be loaded again after
@@ -167,13 +168,13 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   // constant part worked out.
   const CompiledRule& one = s.compiled[0];
   FlowTable* const one_flows = kOne ? one.flows : nullptr;
-  static_assert(kOne || !kSingle);
-  const Sharing one_sharing = kSingle ? Sharing::single_writer : kOne ? one.sharing : Sharing::shared;
-  assert(!kSingle || one.sharing == Sharing::single_writer);
-  const bool one_by_packets = (kSingle && !kMeter) || (kOne && one.cost_in_packets);
-  assert(!kSingle || kMeter || one.cost_in_packets);
+  static_assert(kOne || !kPlain);
+  const Sharing one_sharing = kPlain ? Sharing::single_writer : kOne ? one.sharing : Sharing::shared;
+  const bool one_by_packets = kPlain ? !kMeter : kOne && one.cost_in_packets;
   const uint64_t one_overhead = kOne ? one.overhead_bytes : 0;
-  const bool one_green_passes = kOne && one.green_passes;
+  const bool one_green_passes = kPlain || (kOne && one.green_passes);
+  assert(!kPlain || (one.sharing == Sharing::single_writer &&
+                     one.cost_in_packets == !kMeter && (!kMeter || one.green_passes)));
   // kOne meter: its green test's numbers for this burst's clock.
   sl_srtcm_at one_meter{};
   if (kOne && kMeter) sl_srtcm_at_time(&one.p.meter, now_ns, &one_meter);
