@@ -98,37 +98,50 @@ template <KeyMode mode>
   return common_ipv4_hash_of<KeyMode::none>(cr, f);
 }
 
+// The out-of-line paths below store verdict i themselves and return whether it is not
+// "forward now": the loop passes the frame's index, not its frame or verdict, so it carries
+// no pointer into either for the common packet.
+
 // A packet of a fast rule that its bucket refused or that found no flow slot: counted and
 // acted on as finish() does, with the frame parsed whole for the action (a DSCP mark).
-[[gnu::noinline]] Verdict refused(const Run& run, const CompiledRule& cr, bool no_slot,
-                                  const Pipeline::Frame& frame, uint64_t now_ns,
-                                  WorkerCounters& counters) {
+template <class Frames>
+[[gnu::noinline]] bool refused(const Run& run, const CompiledRule& cr, bool no_slot, Frames src,
+                               size_t i, Verdict* verdicts, uint64_t now_ns,
+                               WorkerCounters& counters) {
+  const Pipeline::Frame& frame = src.full(i);
   ParsedFrame pf;
   parse_frame_into(frame.data, frame.len, frame.wire_len, pf);
   TrafficCounters& c = counters.rule(cr.counter_slot);
   c.add(Outcome::matched, pf.frame_len);
   c.add(Outcome::exceeded, pf.frame_len);
   const Rule& r = *cr.rule;
-  return run.act(no_slot ? r.overflow.value_or(r.action) : r.action, c, frame.data, pf, now_ns);
+  verdicts[i] =
+      run.act(no_slot ? r.overflow.value_or(r.action) : r.action, c, frame.data, pf, now_ns);
+  return !forwards_now(verdicts[i], now_ns);
 }
 
 // A packet of a fast srtcm rule that is not green, or whose green action is not pass:
 // counted and acted on as Run::meter does.
-[[gnu::noinline]] Verdict coloured(const Run& run, const CompiledRule& cr, sl_colour colour,
-                                   const Pipeline::Frame& frame, uint64_t now_ns,
-                                   WorkerCounters& counters) {
+template <class Frames>
+[[gnu::noinline]] bool coloured(const Run& run, const CompiledRule& cr, sl_colour colour,
+                                Frames src, size_t i, Verdict* verdicts, uint64_t now_ns,
+                                WorkerCounters& counters) {
+  const Pipeline::Frame& frame = src.full(i);
   ParsedFrame pf;
   parse_frame_into(frame.data, frame.len, frame.wire_len, pf);
   TrafficCounters& c = counters.rule(cr.counter_slot);
   c.add(Outcome::matched, pf.frame_len);
-  return run.coloured(cr, colour, c, frame.data, pf, now_ns);
+  verdicts[i] = run.coloured(cr, colour, c, frame.data, pf, now_ns);
+  return !forwards_now(verdicts[i], now_ns);
 }
 
 // A packet the first pass classified the general way: finished as process_burst does, out
 // of line (finish() inlined would take registers from the common path's loop).
-[[gnu::noinline]] Verdict general(const Run& run, const Pipeline::Frame& frame,
-                                  const Classified& c, uint64_t now_ns, WorkerCounters& counters) {
-  return run.finish(frame.data, c, now_ns, counters);
+template <class Frames>
+[[gnu::noinline]] bool general(const Run& run, Frames src, size_t i, Verdict* verdicts,
+                               const Classified& c, uint64_t now_ns, WorkerCounters& counters) {
+  verdicts[i] = run.finish(src.full(i).data, c, now_ns, counters);
+  return !forwards_now(verdicts[i], now_ns);
 }
 
 // The burst. kOne: the snapshot's only rule is a fast rule keyed by kMode, so the loops know
@@ -285,9 +298,8 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
           }
           continue;
         }
-        verdicts[i] = coloured(run, cr, colour, src.full(i), now_ns, counters);
+        not_now += coloured(run, cr, colour, src, i, verdicts, now_ns, counters);
         written |= uint64_t{1} << i;
-        not_now += !forwards_now(verdicts[i], now_ns);
         continue;
       }
       if (w != nullptr) [[likely]] {
@@ -324,16 +336,14 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
           continue;
         }
       }
-      verdicts[i] = refused(run, cr, w == nullptr, src.full(i), now_ns, counters);
+      not_now += refused(run, cr, w == nullptr, src, i, verdicts, now_ns, counters);
       written |= uint64_t{1} << i;
-      not_now += !forwards_now(verdicts[i], now_ns);
     } else if (r == kDefault) {
       ++default_packets;
       default_bytes += p1[i].len;
     } else {
-      verdicts[i] = general(run, src.full(i), cl[general_done++], now_ns, counters);
+      not_now += general(run, src, i, verdicts, cl[general_done++], now_ns, counters);
       written |= uint64_t{1} << i;
-      not_now += !forwards_now(verdicts[i], now_ns);
     }
   }
   if constexpr (kOne) {
