@@ -513,6 +513,60 @@ static inline enum sl_colour sl_srtcm_decide(const struct sl_meter_profile *m,
   return sl_srtcm_decide_general(m, st, now_ns, cost, next);
 }
 
+/*
+ * sl_srtcm_decide's green outcomes with every part that does not depend on the state worked
+ * out once for a burst read at one clock (sl_srtcm_at_time). sl_srtcm_green_at returns 1 and
+ * the new state exactly when sl_srtcm_decide colours green, in its two common cases; else 0
+ * and nothing, for the caller to call sl_srtcm_decide (bucket_math_test holds the two
+ * together):
+ *  - the committed bucket full (dc = t - E_c >= CBS_u, a meter under its rate, the usual
+ *    case): sl_srtcm_decide_general's green for any cost <= CBS, E_c' = t - (CBS_u - I_c) and
+ *    X' = Te = min(EBS_u, max(0, t - E_e)) with E_e = E_c + CBS_u - X (sl_srtcm_decide's short
+ *    path never applies there: dc + CBS_u + stale_u >= 2 CBS_u + stale_u, with no wrap);
+ *  - its short path (sl_srtcm_short_path), where dc < CBS_u makes "dc >= min(I_c, CBS_u)"
+ *    "dc >= I_c": E_c' = E_c + I_c, X' = X.
+ */
+struct sl_srtcm_at {
+  sl_u64 t_u;         /* sl_time_u(committed, now_ns) */
+  sl_s64 cbs_u;       /* CBS_u */
+  sl_u64 from_limit;  /* t_u + CBS_u + stale_u: sl_srtcm_short_path's dc_from_limit is this - E_c */
+  sl_u64 range;       /* 2 CBS_u + stale_u: its bound */
+  sl_u64 ebs_u;       /* EBS_u */
+  sl_u64 cbs_tokens;  /* a cost above CBS is never green */
+  sl_u64 interval_fp; /* sl_cost_u's */
+};
+
+static inline void sl_srtcm_at_time(const struct sl_meter_profile *m, sl_u64 now_ns,
+                                    struct sl_srtcm_at *a) {
+  const struct sl_rate_profile *c = &m->committed;
+  a->t_u = sl_time_u(c, now_ns);
+  a->cbs_u = (sl_s64)c->burst_u;
+  a->from_limit = a->t_u + c->burst_u + c->stale_u;
+  a->range = 2 * c->burst_u + c->stale_u;
+  a->ebs_u = m->excess_burst_u;
+  a->cbs_tokens = c->burst_tokens;
+  a->interval_fp = c->interval_fp;
+}
+
+static inline int sl_srtcm_green_at(const struct sl_srtcm_at *a, const struct sl_meter_state *st,
+                                    sl_u64 cost, struct sl_meter_state *next) {
+  sl_s64 dc = sl_credit(a->t_u, st->e0), te;
+  sl_u64 ic;
+  if (cost > a->cbs_tokens) return 0;
+  ic = (cost * a->interval_fp + ((((sl_u64)1) << SL_INTERVAL_FRAC_BITS) - 1)) >>
+       SL_INTERVAL_FRAC_BITS;
+  if (dc >= a->cbs_u) { /* committed bucket full */
+    te = sl_min_s64((sl_s64)a->ebs_u, sl_credit(a->t_u, st->e0 + (sl_u64)a->cbs_u - st->e1));
+    next->e0 = a->t_u - (sl_u64)(a->cbs_u - (sl_s64)ic);
+    next->e1 = te < 0 ? 0 : (sl_u64)te;
+    return 1;
+  }
+  if (a->from_limit - st->e0 >= a->range || st->e1 > a->ebs_u || dc < (sl_s64)ic) return 0;
+  next->e0 = st->e0 + ic;
+  next->e1 = st->e1;
+  return 1;
+}
+
 static inline void sl_trtcm_init(const struct sl_meter_profile *m, sl_u64 now_ns,
                                  struct sl_meter_state *st) {
   sl_u64 t = sl_time_u(&m->committed, now_ns);

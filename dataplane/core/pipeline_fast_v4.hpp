@@ -23,33 +23,41 @@ size_t burst_common_ipv4(const Run& run, const Frames& src, size_t m, uint16_t p
                          Classified* cl, VerdictFill fill) {
   const RulesSnapshot& s = run.s;
   // One keyed rule: the loops specialised on its algorithm and key mode, chosen once per
-  // burst (a meter per destination, as DPDK's qos_meter runs, or a token bucket per key).
+  // burst (a meter per destination, as DPDK's qos_meter runs, or a token bucket per key), and
+  // on the rule's common shape (fast_v4::burst's kPlain): a single writer (one worker,
+  // replay), a meter's cost in bytes and its green passing, a token bucket's pps rate.
   if (s.compiled.size() == 1 && s.classifier.linear() && s.compiled[0].fast_srtcm) {
+    const CompiledRule& cr = s.compiled[0];
+    const bool single =
+        cr.sharing == Sharing::single_writer && !cr.cost_in_packets && cr.green_passes;
     switch (s.compiled[0].key_mode) {
       case KeyMode::dst_ip:
-        return burst<true, KeyMode::dst_ip, true>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+        return single ? burst<true, KeyMode::dst_ip, true, false, true>(run, src, m, port, now_ns, counters, verdicts, cl, fill)
+                      : burst<true, KeyMode::dst_ip, true>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
       case KeyMode::five_tuple:
-        return burst<true, KeyMode::five_tuple, true>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+        return single ? burst<true, KeyMode::five_tuple, true, false, true>(run, src, m, port, now_ns, counters, verdicts, cl, fill)
+                      : burst<true, KeyMode::five_tuple, true>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
       default:
         return burst<false, KeyMode::none>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
     }
   }
   if (s.compiled.size() == 1 && s.classifier.linear() && s.compiled[0].fast_common_ipv4) {
+    const bool single =
+        s.compiled[0].sharing == Sharing::single_writer && s.compiled[0].cost_in_packets;
+#define SLUICE_ONE_TB(mode)                                                                    \
+  return single ? burst<true, mode, false, false, true>(run, src, m, port, now_ns, counters,   \
+                                                        verdicts, cl, fill)                    \
+                : burst<true, mode>(run, src, m, port, now_ns, counters, verdicts, cl, fill)
     switch (s.compiled[0].key_mode) {
-      case KeyMode::five_tuple:
-        return burst<true, KeyMode::five_tuple>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
-      case KeyMode::src_ip:
-        return burst<true, KeyMode::src_ip>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
-      case KeyMode::dst_ip:
-        return burst<true, KeyMode::dst_ip>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
-      case KeyMode::src_dst:
-        return burst<true, KeyMode::src_dst>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
-      case KeyMode::src_prefix:
-        return burst<true, KeyMode::src_prefix>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
-      case KeyMode::dst_prefix:
-        return burst<true, KeyMode::dst_prefix>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+      case KeyMode::five_tuple: SLUICE_ONE_TB(KeyMode::five_tuple);
+      case KeyMode::src_ip: SLUICE_ONE_TB(KeyMode::src_ip);
+      case KeyMode::dst_ip: SLUICE_ONE_TB(KeyMode::dst_ip);
+      case KeyMode::src_dst: SLUICE_ONE_TB(KeyMode::src_dst);
+      case KeyMode::src_prefix: SLUICE_ONE_TB(KeyMode::src_prefix);
+      case KeyMode::dst_prefix: SLUICE_ONE_TB(KeyMode::dst_prefix);
       case KeyMode::none: break;
     }
+#undef SLUICE_ONE_TB
   }
   // Many rules (or a few) alike: token buckets all keyed the same way.
   if (s.uniform_token_bucket_key != KeyMode::none)

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 
 #include "frame_fast_v4.hpp"
 #include "frame_source.hpp"
@@ -97,37 +98,50 @@ template <KeyMode mode>
   return common_ipv4_hash_of<KeyMode::none>(cr, f);
 }
 
+// The out-of-line paths below store verdict i themselves and return whether it is not
+// "forward now": the loop passes the frame's index, not its frame or verdict, so it carries
+// no pointer into either for the common packet.
+
 // A packet of a fast rule that its bucket refused or that found no flow slot: counted and
 // acted on as finish() does, with the frame parsed whole for the action (a DSCP mark).
-[[gnu::noinline]] Verdict refused(const Run& run, const CompiledRule& cr, bool no_slot,
-                                  const Pipeline::Frame& frame, uint64_t now_ns,
-                                  WorkerCounters& counters) {
+template <class Frames>
+[[gnu::noinline]] bool refused(const Run& run, const CompiledRule& cr, bool no_slot, Frames src,
+                               size_t i, Verdict* verdicts, uint64_t now_ns,
+                               WorkerCounters& counters) {
+  const Pipeline::Frame& frame = src.full(i);
   ParsedFrame pf;
   parse_frame_into(frame.data, frame.len, frame.wire_len, pf);
   TrafficCounters& c = counters.rule(cr.counter_slot);
   c.add(Outcome::matched, pf.frame_len);
   c.add(Outcome::exceeded, pf.frame_len);
   const Rule& r = *cr.rule;
-  return run.act(no_slot ? r.overflow.value_or(r.action) : r.action, c, frame.data, pf, now_ns);
+  verdicts[i] =
+      run.act(no_slot ? r.overflow.value_or(r.action) : r.action, c, frame.data, pf, now_ns);
+  return !forwards_now(verdicts[i], now_ns);
 }
 
 // A packet of a fast srtcm rule that is not green, or whose green action is not pass:
 // counted and acted on as Run::meter does.
-[[gnu::noinline]] Verdict coloured(const Run& run, const CompiledRule& cr, sl_colour colour,
-                                   const Pipeline::Frame& frame, uint64_t now_ns,
-                                   WorkerCounters& counters) {
+template <class Frames>
+[[gnu::noinline]] bool coloured(const Run& run, const CompiledRule& cr, sl_colour colour,
+                                Frames src, size_t i, Verdict* verdicts, uint64_t now_ns,
+                                WorkerCounters& counters) {
+  const Pipeline::Frame& frame = src.full(i);
   ParsedFrame pf;
   parse_frame_into(frame.data, frame.len, frame.wire_len, pf);
   TrafficCounters& c = counters.rule(cr.counter_slot);
   c.add(Outcome::matched, pf.frame_len);
-  return run.coloured(cr, colour, c, frame.data, pf, now_ns);
+  verdicts[i] = run.coloured(cr, colour, c, frame.data, pf, now_ns);
+  return !forwards_now(verdicts[i], now_ns);
 }
 
 // A packet the first pass classified the general way: finished as process_burst does, out
 // of line (finish() inlined would take registers from the common path's loop).
-[[gnu::noinline]] Verdict general(const Run& run, const Pipeline::Frame& frame,
-                                  const Classified& c, uint64_t now_ns, WorkerCounters& counters) {
-  return run.finish(frame.data, c, now_ns, counters);
+template <class Frames>
+[[gnu::noinline]] bool general(const Run& run, Frames src, size_t i, Verdict* verdicts,
+                               const Classified& c, uint64_t now_ns, WorkerCounters& counters) {
+  verdicts[i] = run.finish(src.full(i).data, c, now_ns, counters);
+  return !forwards_now(verdicts[i], now_ns);
 }
 
 // The burst. kOne: the snapshot's only rule is a fast rule keyed by kMode, so the loops know
@@ -137,7 +151,11 @@ template <KeyMode mode>
 // Frames: frame_source.hpp. The common outcome's verdict (forward now) is not stored per
 // packet: the out-of-line paths store theirs and mark them in `written`, and the rest are
 // filled in after the loops only when some verdict is not "forward now" or `fill` says all.
-template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false, class Frames>
+// kPlain (with kOne): the rule's common shape, so the loop tests none of it per packet: its
+// table has a single writer (one worker, replay), and a token bucket's packet costs 1 (a pps
+// rate), a meter's its bytes, with green passing (qos_meter's shape).
+template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false,
+          bool kPlain = false, class Frames>
 size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint64_t now_ns,
              WorkerCounters& counters, Verdict* verdicts, Classified* cl, VerdictFill fill) {
   // A copy (a pointer or two): read through the reference, it would be loaded again after
@@ -163,8 +181,16 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   // constant part worked out.
   const CompiledRule& one = s.compiled[0];
   FlowTable* const one_flows = kOne ? one.flows : nullptr;
-  const Sharing one_sharing = kOne ? one.sharing : Sharing::shared;
-  const bool one_by_packets = kOne && one.cost_in_packets;
+  static_assert(kOne || !kPlain);
+  const Sharing one_sharing = kPlain ? Sharing::single_writer : kOne ? one.sharing : Sharing::shared;
+  const bool one_by_packets = kPlain ? !kMeter : kOne && one.cost_in_packets;
+  const uint64_t one_overhead = kOne ? one.overhead_bytes : 0;
+  const bool one_green_passes = kPlain || (kOne && one.green_passes);
+  assert(!kPlain || (one.sharing == Sharing::single_writer &&
+                     one.cost_in_packets == !kMeter && (!kMeter || one.green_passes)));
+  // kOne meter: its green test's numbers for this burst's clock.
+  sl_srtcm_at one_meter{};
+  if (kOne && kMeter) sl_srtcm_at_time(&one.p.meter, now_ns, &one_meter);
   // Its table's bucket words per flow, as rules_snapshot.cpp makes them: a meter's two, a
   // token bucket's one (0: any rule, read from the table).
   constexpr unsigned kOneWords = kOne ? (kMeter ? 2 : 1) : kUniform ? 1 : 0;
@@ -248,14 +274,21 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
           // As the token bucket below: update_meter's plain stores, without its test.
           const MeterWord cur = detail::meter_read(word);
           const sl_meter_state st{cur.e0, cur.e1};
+          const uint64_t cost = kOne ? (one_by_packets ? 1 : uint64_t(len) + one_overhead)
+                                     : cr.cost(len);
           sl_meter_state next{};
-          colour = sl_srtcm_decide(&cr.p.meter, &st, now_ns, cr.cost(len), &next);
+          // kOne: green from the burst's prepared numbers (a full committed bucket, or
+          // sl_srtcm_decide's short path); any other case as sl_srtcm_decide decides it.
+          if (kOne && sl_srtcm_green_at(&one_meter, &st, cost, &next)) [[likely]]
+            colour = SL_GREEN;
+          else
+            colour = sl_srtcm_decide(&cr.p.meter, &st, now_ns, cost, &next);
           __atomic_store_n(&word.e0, next.e0, __ATOMIC_RELAXED);
           __atomic_store_n(&word.e1, next.e1, __ATOMIC_RELAXED);
         } else {
           colour = srtcm_charge(cr.p.meter, word, now_ns, cr.cost(len), sharing);
         }
-        if (colour == SL_GREEN && cr.green_passes) [[likely]] {
+        if (colour == SL_GREEN && (kOne ? one_green_passes : cr.green_passes)) [[likely]] {
           if constexpr (kOne) {
             ++one_packets;
             one_bytes += len;
@@ -265,9 +298,8 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
           }
           continue;
         }
-        verdicts[i] = coloured(run, cr, colour, src.full(i), now_ns, counters);
+        not_now += coloured(run, cr, colour, src, i, verdicts, now_ns, counters);
         written |= uint64_t{1} << i;
-        not_now += !forwards_now(verdicts[i], now_ns);
         continue;
       }
       if (w != nullptr) [[likely]] {
@@ -304,16 +336,14 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
           continue;
         }
       }
-      verdicts[i] = refused(run, cr, w == nullptr, src.full(i), now_ns, counters);
+      not_now += refused(run, cr, w == nullptr, src, i, verdicts, now_ns, counters);
       written |= uint64_t{1} << i;
-      not_now += !forwards_now(verdicts[i], now_ns);
     } else if (r == kDefault) {
       ++default_packets;
       default_bytes += p1[i].len;
     } else {
-      verdicts[i] = general(run, src.full(i), cl[general_done++], now_ns, counters);
+      not_now += general(run, src, i, verdicts, cl[general_done++], now_ns, counters);
       written |= uint64_t{1} << i;
-      not_now += !forwards_now(verdicts[i], now_ns);
     }
   }
   if constexpr (kOne) {

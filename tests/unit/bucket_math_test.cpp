@@ -321,6 +321,7 @@ TEST(BucketMath, SrtcmShortPathEqualsGeneral) {
                         {pps(1), 1, 100}};
   std::mt19937_64 rng(2697);
   uint64_t colours[3] = {}, committed_full = 0, committed_not_full = 0, short_path = 0;
+  uint64_t short_green_seen = 0, full_green_seen = 0;
   for (const Case& c : cases) {
     auto m = make_srtcm_profile(c.cir, c.cbs, c.ebs);
     ASSERT_TRUE(m.ok()) << m.error().message;
@@ -352,6 +353,22 @@ TEST(BucketMath, SrtcmShortPathEqualsGeneral) {
       ASSERT_EQ(a, b) << "case " << (&c - cases) << " step " << i;
       ASSERT_EQ(fast.e0, general.e0) << "case " << (&c - cases) << " step " << i;
       ASSERT_EQ(fast.e1, general.e1) << "case " << (&c - cases) << " step " << i;
+      // The burst pipeline's green test (sl_srtcm_green_at).
+      sl_srtcm_at at;
+      sl_srtcm_at_time(&*m, now, &at);
+      sl_meter_state at_next{};
+      const bool green_at = sl_srtcm_green_at(&at, &st, cost, &at_next) != 0;
+      const bool short_path_now = sl_srtcm_short_path(&*m, &st, now) != 0;
+      const bool full = dc >= sl_s64(m->committed.burst_u);
+      // Green from it exactly when sl_srtcm_decide colours green on a full committed bucket
+      // or on its short path, with the same words.
+      ASSERT_EQ(green_at, a == SL_GREEN && (full || short_path_now))
+          << "case " << (&c - cases) << " step " << i;
+      if (green_at) {
+        ASSERT_EQ(at_next.e0, fast.e0) << "case " << (&c - cases) << " step " << i;
+        ASSERT_EQ(at_next.e1, fast.e1) << "case " << (&c - cases) << " step " << i;
+        ++(full ? full_green_seen : short_green_seen);
+      }
       ++colours[a];
       st = fast;
     }
@@ -361,6 +378,8 @@ TEST(BucketMath, SrtcmShortPathEqualsGeneral) {
   EXPECT_GT(committed_full, 10'000u);
   EXPECT_GT(committed_not_full, 10'000u);
   EXPECT_GT(short_path, 10'000u);
+  EXPECT_GT(short_green_seen, 10'000u);
+  EXPECT_GT(full_green_seen, 10'000u);
   EXPECT_GT(committed_full + committed_not_full - short_path, 10'000u);
 }
 
