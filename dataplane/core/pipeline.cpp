@@ -118,6 +118,11 @@ Result<RulesDiff> Pipeline::apply(RuleSet next, uint64_t now_ns) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
   RulesSnapshot& old = *m.owned;
+  // The last change's conversion may still be running on a worker (apply() does not wait for
+  // it, below): it ends before any word moves on to yet another profile. By now it is almost
+  // always long done.
+  if (old.conversion_state.load(std::memory_order_acquire) != 2)
+    run_state_conversions(old, now_ns, ConversionWait::sleep);
   RulesDiff diff = diff_rules(old.rules, next);
   SnapshotContext ctx = m.context();
   std::vector<std::shared_ptr<RetiredRule>> retired;
@@ -142,8 +147,11 @@ Result<RulesDiff> Pipeline::apply(RuleSet next, uint64_t now_ns) {
     if (!m.unconfirmed_retired.empty()) m.grace->wait();
   }
   // No worker adopted it (none online, or no grace period: the one caller adopts later):
-  // the state conversions happen now, while nobody charges.
-  run_state_conversions(*m.owned, now_ns, ConversionWait::sleep);
+  // the state conversions happen now, while nobody charges. A worker that took them finishes
+  // them without us: every worker is past the old rules, and none charges under the new ones
+  // before the conversion ends (enter() waits for it), so the change is in force already.
+  // Waiting for it here cost a sleep (~50 us of CPU on this VM) per rule.set.
+  run_state_conversions(*m.owned, now_ns, ConversionWait::none);
   replaced.reset();  // frees the states of removed rules with it
   if (m.grace) {
     // Every worker folded and cleared the removed rules' slots: they may serve new rules.

@@ -377,6 +377,7 @@ void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns, Conversio
     snap.conversion_state.store(2, std::memory_order_release);
     return;
   }
+  if (wait == ConversionWait::none) return;
   // Another thread converts: a sweep of the sets its tables used at most; charging before it
   // ends would read words of the old profile with the new one.
   // A worker spins: a 10 us sleep of a SCHED_OTHER thread lasts 60 us or more (the default

@@ -55,7 +55,9 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
 // How a caller waits for another one's conversion: a worker spins (the converter is the other
 // worker, on its own CPU, or the control thread, which preempts it); the control thread
 // sleeps from the start (it may share the CPU of the very worker that converts).
-enum class ConversionWait { spin, sleep };
+// none: a caller that must only see it done if nobody else took it (apply(), after its grace
+// period: a worker that took it finishes it, and the next apply() waits for that).
+enum class ConversionWait { spin, sleep, none };
 void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns, ConversionWait wait);
 
 // Lays `counters` out for `snap`: grows them, folds and clears the slots of retiring rules,
