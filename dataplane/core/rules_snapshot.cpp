@@ -384,7 +384,7 @@ void run_state_conversions(const RulesSnapshot& snap, uint64_t now_ns, Conversio
   // 50 us timer slack), each one a stall of its forwarding, seen on every rule.set of a storm.
   // The converter is never starved by it: the other worker has a CPU of its own, and the
   // control thread either preempts this worker (SCHED_FIFO) or outweighs it (nice -10). Past
-  // kSpinNs (a converter descheduled by other load) it sleeps, as the control thread does.
+  // kSpin (a converter descheduled by other load) it sleeps, as the control thread does.
   // The control thread sleeps from the start: on 2 CPUs it shares one with a busy-polling
   // worker, maybe the converter. At SCHED_FIFO a yield returns at once (a spin that keeps the
   // converter off its CPU); at SCHED_OTHER the scheduler lets the poller run out its whole
