@@ -40,8 +40,8 @@ void RcuGracePeriod::wait() {
   // spinning for kSpinUs (workers on their own CPUs report within a burst loop, ~1-10 us),
   // then sleep kSleepNs between checks. No spin at all on a CPU a worker runs on: the
   // control thread (SCHED_FIFO) would keep that very worker from reporting until it sleeps.
-  // Where the control thread shares a CPU with a busy-polling worker (2 workers on 2 CPUs), spinning would keep the very worker it waits
-  // for off that CPU, and sched_yield() is no better: the scheduler (CFS, EEVDF) lets the
+  // Where the control thread shares a CPU with a busy-polling worker (2 workers on 2 CPUs),
+  // spinning would keep the very worker it waits for off that CPU, and sched_yield() is no better: the scheduler (CFS, EEVDF) lets the
   // poller run out its whole slice (ms) before the yielder comes back. A sleeper that wakes
   // preempts the poller instead, so the wait ends within a sleep of the last report. The
   // sleeps double from kSleepNs to kMaxSleepNs: a worker descheduled by other load (ms) is
