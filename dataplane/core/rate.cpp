@@ -280,15 +280,48 @@ Result<uint64_t> parse_duration(const std::string& text) {
   return invalid_input("unknown unit " + quoted(unit) + " (expected " + kDurationUnitList + ")");
 }
 
+namespace {
+
+// Whether text parses back to exactly r.
+bool reads_back_as(const std::string& text, const Rate& r) {
+  Result<Rate> back = parse_rate(text);
+  return back.ok() && back->unit == r.unit &&
+         u128(back->per_sec_num) * r.per_sec_den == u128(r.per_sec_num) * back->per_sec_den;
+}
+
+// The shortest spelling of r in any unit parse_rate knows that reads back exactly. There is
+// always one for a rate parse_rate produced: its own unit with its own digits.
+std::string shortest_exact_spelling(const Rate& r) {
+  std::string best;
+  for (const UnitDef& u : kRateUnits) {
+    if (u.unit != r.unit || u.name.ends_with("bit/s")) continue;  // "bit/s" = "bit", longer
+    // value in this unit = (num / den) / (mul_num / mul_den)
+    u128 num = u128(r.per_sec_num) * u.mul_den, den = u128(r.per_sec_den) * u.mul_num;
+    std::string s = decimal_string(num, den) + std::string(u.name);
+    if ((best.empty() || s.size() < best.size()) && reads_back_as(s, r)) best = std::move(s);
+  }
+  return best;
+}
+
+}  // namespace
+
 std::string format_rate(const Rate& r) {
   if (r.per_sec_den == 0) return "invalid-rate";
+  std::string s;
   if (r.unit == CostUnit::packets) {
     static const char* const kPps[] = {"pps", "kpps", "Mpps", "Gpps"};
-    return format_with_prefix(r.per_sec_num, r.per_sec_den, kPps, 4);
+    s = format_with_prefix(r.per_sec_num, r.per_sec_den, kPps, 4);
+  } else {
+    // Byte rates print as bits: operators size links in bit/s, and bytes*8 is still exact.
+    static const char* const kBits[] = {"bit", "kbit", "Mbit", "Gbit", "Tbit"};
+    s = format_with_prefix(u128(r.per_sec_num) * 8, r.per_sec_den, kBits, 5);
   }
-  // Byte rates print as bits: operators size links in bit/s, and bytes*8 is still exact.
-  static const char* const kBits[] = {"bit", "kbit", "Mbit", "Gbit", "Tbit"};
-  return format_with_prefix(u128(r.per_sec_num) * 8, r.per_sec_den, kBits, 5);
+  // A rate written with many digits in a binary unit ("0.11427788801779539013MiB/s") has more
+  // digits as bits than the parser takes, and a dump must load again: then take the unit
+  // that spells it shortest.
+  if (reads_back_as(s, r)) return s;
+  std::string exact = shortest_exact_spelling(r);
+  return exact.empty() ? s : exact;
 }
 
 }  // namespace sluice

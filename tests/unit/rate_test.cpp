@@ -193,6 +193,8 @@ TEST(FormatRate, RoundTripsExactly) {
       "1000pps", "2.5kpps", "0.001pps", "1.10pps",         "123456789pps", "64kbit",
       "2.5Gbit", "1bit",    "500bit",   "0.1bit",          "10KiB/s",      "1.5KiB/s",
       "125kB/s", "1TiB/s",  "3B/s",     "999999999999pps", "1.000001Gbit", "7bit",
+      // More digits as bits than the parser takes (found by fuzz_rules_loader).
+      "0.11427788801779539013MiB/s", "0.9999999999999999999KiB/s", "1234.5678901234567MiB/s",
   };
   for (const std::string& t : texts) {
     Result<Rate> a = parse_rate(t);
@@ -202,6 +204,13 @@ TEST(FormatRate, RoundTripsExactly) {
     ASSERT_TRUE(b) << t << " -> " << f << ": " << b.error().message;
     EXPECT_EQ(*a, *b) << t << " -> " << f;
   }
+}
+
+// When bits would need more digits than the parser takes, the rate keeps a unit that does.
+TEST(FormatRate, FallsBackToAUnitThatReadsBack) {
+  Result<Rate> r = parse_rate("0.11427788801779539013MiB/s");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(format_rate(*r), "0.11427788801779539013MiB/s");
 }
 
 }  // namespace

@@ -406,6 +406,11 @@ TEST(RulesDump, RoundTripsOddValues) {
       "  - name: c\n    algorithm: sliding-window\n    window: 7us\n    limit: 3\n");
 }
 
+// Found by fuzz_rules_loader: as bits this rate has 26 digits, more than the loader takes.
+TEST(RulesDump, RoundTripsARateWithALongBinaryFraction) {
+  expect_round_trip("{rules: [{name: gcba, rate: 0.11427788801779539013MiB/s, burst: 15GiB}]}\n");
+}
+
 TEST(RulesDump, WritesReadableText) {
   std::string text = dump_rules_yaml(load_ok(kSpecExample));
   EXPECT_NE(text.find("rate: 1kpps"), std::string::npos) << text;
