@@ -11,7 +11,6 @@
 
 #include "flow_key.hpp"
 #include "log.hpp"
-#include "sleep_backoff.hpp"
 #include "rcu_grace_period.hpp"
 #include "report.hpp"
 #include "tsc_clock.hpp"
@@ -24,6 +23,21 @@ namespace {
 // a max-delay of ~4 s; longer max-delays get proportionally wider slots.
 constexpr uint64_t kMaxWheelSlots = uint64_t{1} << 22;
 constexpr uint64_t kSlotNs = 1000;
+
+// Waits until done() (a worker's answer at a burst boundary) or the deadline (timer cycles),
+// asleep on the doorbell the workers ring at the top of each loop (loop_doorbell.hpp).
+template <class Done>
+bool wait_for_loops(LoopDoorbell& bell, uint64_t deadline, Done done) {
+  constexpr uint64_t kBackstopNs = 5'000'000;  // a worker that loops rings before
+  for (;;) {
+    bell.arm();
+    if (done()) return true;
+    const uint64_t now = rte_get_timer_cycles();
+    if (now >= deadline) return false;
+    const uint64_t left_ns = (deadline - now) * 1'000'000'000 / rte_get_timer_hz();
+    bell.wait_rung(long(std::min(left_ns, kBackstopNs)));
+  }
+}
 
 int launch_worker(void* arg) {
   static_cast<Worker*>(arg)->run();
@@ -210,6 +224,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
     if (!ws.rx.empty()) {
       ws.rcu = dp->rcu_->qsbr();
       ws.rcu_thread_id = rcu_ids++;
+      ws.doorbell = dp->rcu_->doorbell();
     }
     auto worker = Worker::create(pipeline, std::move(ws), &dp->stop_);
     if (!worker) return worker.error();
@@ -317,9 +332,8 @@ CountersSnapshot Dataplane::snapshot() {
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = *workers_[i];
       if (w.has_queues()) {
-        SleepBackoff backoff;  // never a spin: this thread may be on the worker's CPU
-        while (!w.handoff().answered() && rte_get_timer_cycles() < deadline) backoff.sleep();
-        if (w.handoff().answered()) {
+        // Never a spin: this thread may be on the worker's CPU.
+        if (wait_for_loops(*rcu_->doorbell(), deadline, [&] { return w.handoff().answered(); })) {
           answers_[i] = w.handoff().answer();
         } else {
           live_log("worker on lcore %u did not hand over its counters within %llu ms: its "
@@ -347,9 +361,7 @@ std::vector<FlowWindow> Dataplane::flow_windows() {
       rte_get_timer_cycles() + rte_get_timer_hz() * kHandoffPatienceUs / 1'000'000;
   for (auto& w : workers_) {
     if (!w->has_queues()) continue;
-    SleepBackoff backoff;  // as in snapshot()
-    while (!w->flows().answered() && rte_get_timer_cycles() < deadline) backoff.sleep();
-    if (w->flows().answered()) {
+    if (wait_for_loops(*rcu_->doorbell(), deadline, [&] { return w->flows().answered(); })) {
       windows.push_back(w->flows().answer());
     } else {
       live_log("worker on lcore %u did not hand over its flows within %llu ms: left out",

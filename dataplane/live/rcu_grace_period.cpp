@@ -4,7 +4,6 @@
 #include <rte_errno.h>
 #include <rte_pause.h>
 #include <rte_malloc.h>
-#include <time.h>
 
 #include <string>
 
@@ -36,36 +35,30 @@ RcuGracePeriod::~RcuGracePeriod() {
 }
 
 void RcuGracePeriod::wait() {
-  // rte_rcu_qsbr_synchronize() with a bounded busy wait: start a grace period, check it
-  // spinning for kSpinUs (workers on their own CPUs report within a burst loop, ~1-10 us),
-  // then sleep kSleepNs between checks. No spin at all on a CPU a worker runs on: the
-  // control thread (SCHED_FIFO) would keep that very worker from reporting until it sleeps.
-  // Where the control thread shares a CPU with a busy-polling worker (2 workers on 2 CPUs),
-  // spinning would keep the very worker it waits for off that CPU, and sched_yield() is no better: the scheduler (CFS, EEVDF) lets the
-  // poller run out its whole slice (ms) before the yielder comes back. A sleeper that wakes
-  // preempts the poller instead, so the wait ends within a sleep of the last report. The
-  // sleeps double from kSleepNs to kMaxSleepNs: a worker descheduled by other load (ms) is
-  // waited for with a few dozen wake-ups, not one every 10 us (each one, at SCHED_FIFO,
-  // preempts the other worker), at the cost of at most kMaxSleepNs more wait.
+  // rte_rcu_qsbr_synchronize() without its busy wait: start a grace period; where no worker
+  // runs on this CPU, spin for kSpinUs (workers on their own CPUs report within a loop,
+  // ~1-10 us); then sleep on the doorbell, which the next worker to loop rings. No spin on a
+  // CPU a worker runs on: this thread (SCHED_FIFO) would keep that very worker from
+  // reporting until it sleeps, and sched_yield() is no better (the scheduler lets the poller
+  // run out its slice). Timed sleeps (the old way) cost a timer each, tens of us of CPU on
+  // this VM, and ended tens of us after the report (loop_doorbell.hpp).
   constexpr uint64_t kSpinUs = 20;
-  // 20 us, not less: a nanosleep costs ~50 us of CPU on this VM, and a 10 us one never
-  // leaves the CPU (sleep_backoff.hpp).
-  constexpr long kSleepNs = 20'000;
-  constexpr long kMaxSleepNs = 160'000;
+  // Only a backstop: a worker that loops rings, and one that stops rings once more.
+  constexpr long kBackstopNs = 5'000'000;
   const uint64_t token = rte_rcu_qsbr_start(v_);
+  if (rte_rcu_qsbr_check(v_, token, false) != 0) return;
   const int cpu = sched_getcpu();
-  const bool shares_a_worker_cpu = cpu < 0 || CPU_ISSET(cpu, &worker_cpus_);
-  const uint64_t spin_until =
-      shares_a_worker_cpu ? 0 : rte_get_timer_cycles() + rte_get_timer_hz() * kSpinUs / 1'000'000;
-  long sleep_ns = kSleepNs;
-  while (rte_rcu_qsbr_check(v_, token, false) == 0) {
-    if (rte_get_timer_cycles() < spin_until) {
+  if (cpu >= 0 && !CPU_ISSET(cpu, &worker_cpus_)) {
+    const uint64_t spin_until = rte_get_timer_cycles() + rte_get_timer_hz() * kSpinUs / 1'000'000;
+    while (rte_get_timer_cycles() < spin_until) {
+      if (rte_rcu_qsbr_check(v_, token, false) != 0) return;
       rte_pause();
-    } else {
-      const timespec nap{0, sleep_ns};
-      nanosleep(&nap, nullptr);
-      if (sleep_ns < kMaxSleepNs) sleep_ns *= 2;
     }
+  }
+  for (;;) {
+    doorbell_.arm();
+    if (rte_rcu_qsbr_check(v_, token, false) != 0) return;
+    doorbell_.wait_rung(kBackstopNs);
   }
 }
 

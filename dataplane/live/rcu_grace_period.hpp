@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "grace_period.hpp"
+#include "loop_doorbell.hpp"
 #include "result.hpp"
 
 namespace sluice {
@@ -24,6 +25,9 @@ class RcuGracePeriod final : public GracePeriod {
   RcuGracePeriod& operator=(const RcuGracePeriod&) = delete;
 
   rte_rcu_qsbr* qsbr() const { return v_; }
+  // What wait() sleeps on: every worker rings it at the top of its loop (WorkerSetup), and
+  // other waiters for a worker's loop (the counters and flows hand-overs) may share it.
+  LoopDoorbell* doorbell() { return &doorbell_; }
   void wait() override;
 
  private:
@@ -32,6 +36,7 @@ class RcuGracePeriod final : public GracePeriod {
   rte_rcu_qsbr* v_;
   unsigned readers_;
   cpu_set_t worker_cpus_;
+  LoopDoorbell doorbell_;
 };
 
 }  // namespace sluice

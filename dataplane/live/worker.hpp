@@ -26,6 +26,7 @@
 #include "counters.hpp"
 #include "counters_handoff.hpp"
 #include "flow_sampler.hpp"
+#include "loop_doorbell.hpp"
 #include "pipeline.hpp"
 #include "result.hpp"
 #include "timing_wheel.hpp"
@@ -65,6 +66,9 @@ struct WorkerSetup {
   size_t expire_callers = 1;
   rte_rcu_qsbr* rcu = nullptr;        // quiescent-state reports (null: rules never change)
   unsigned rcu_thread_id = 0;         // this worker's id in rcu, registered by the dataplane
+  // Rung at the top of every loop when armed: by then the RCU report and the hand-overs of
+  // the previous loop are done (null: nobody waits for this worker).
+  LoopDoorbell* doorbell = nullptr;
   TscClock clock;                     // shared epoch: every worker's now_ns is comparable
   FlowSamplerOptions flows;           // `flows top`: window, sketch size, seed
 };

@@ -1,0 +1,66 @@
+// How a control thread waits for busy-polling workers to pass a point of their loop (an RCU
+// quiescent report, a counters hand-over) without a timer: it arms the bell, checks, and
+// sleeps on it; a worker that finds it armed at the top of its loop rings it, once.
+//
+// Why not timed sleeps (sleep_backoff.hpp): each one arms a timer, and on this VM a sleep costs
+// tens of us of CPU and wakes tens of us late, several times per rule change. The waiter
+// usually shares a CPU with the very worker it waits for (2 workers on 2 CPUs), so that worker
+// runs as soon as the waiter sleeps and rings it within one loop (~1-10 us): one futex wake,
+// no timer. The worker's cost when nobody waits is one relaxed load per loop of a line written
+// only by arm(), which every worker keeps shared in its cache.
+//
+// No lost wake-up, without a fence on the worker's path: a worker whose load of the bell was
+// ordered before its own report finds the bell still armed at its next loop (the bell stays
+// armed until rung) and rings then. A worker that stops looping rings once more after it goes
+// offline (ring_after_last_loop), with a fence. The waiter's timeout is only a backstop.
+#pragma once
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <ctime>
+
+namespace sluice {
+
+class LoopDoorbell {
+ public:
+  // Worker, at the top of every loop (after its reports of the previous one).
+  void ring_if_armed() {
+    if (armed_.load(std::memory_order_relaxed) != 0) [[unlikely]]
+      ring();
+  }
+  // Worker, after its last loop (and its offline report).
+  void ring_after_last_loop() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    ring();
+  }
+
+  // Waiter: arm(), then check the condition (a seq_cst store orders the two), then
+  // wait_rung() if it does not hold yet; repeat.
+  void arm() { armed_.store(1, std::memory_order_seq_cst); }
+  // Sleeps until a worker rings (or has rung since arm()), or `timeout_ns` passes.
+  void wait_rung(long timeout_ns) {
+    const timespec timeout{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
+    // FUTEX_WAIT returns at once if the bell is no longer armed (a worker rang since arm()).
+    syscall(SYS_futex, futex_word(), FUTEX_WAIT_PRIVATE, 1, &timeout, nullptr, 0);
+  }
+
+ private:
+  void ring() {
+    if (armed_.exchange(0, std::memory_order_acq_rel) != 0)
+      syscall(SYS_futex, futex_word(), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  }
+  // The futex is the atomic's own 32-bit word (std::atomic<uint32_t> is lock-free and has the
+  // size and representation of its value on every target we build for).
+  uint32_t* futex_word() { return reinterpret_cast<uint32_t*>(&armed_); }
+
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+  static_assert(std::atomic<uint32_t>::is_always_lock_free);
+  alignas(64) std::atomic<uint32_t> armed_{0};  // a line of its own: workers read it per loop
+};
+
+}  // namespace sluice
