@@ -12,14 +12,17 @@
 // No lost wake-up, without a fence on the worker's path: a worker whose load of the bell was
 // ordered before its own report finds the bell still armed at its next loop (the bell stays
 // armed until rung) and rings then. A worker that stops looping rings once more after it goes
-// offline (ring_after_last_loop), with a fence. The waiter's timeout is only a backstop.
+// offline (ring_after_last_loop), with a fence. The waiter's sleeps end after kBackstop at
+// the latest, only a backstop.
 #pragma once
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <ctime>
@@ -39,17 +42,32 @@ class LoopDoorbell {
     ring();
   }
 
-  // Waiter: arm(), then check the condition (a seq_cst store orders the two), then
-  // wait_rung() if it does not hold yet; repeat.
-  void arm() { armed_.store(1, std::memory_order_seq_cst); }
-  // Sleeps until a worker rings (or has rung since arm()), or `timeout_ns` passes.
-  void wait_rung(long timeout_ns) {
-    const timespec timeout{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
-    // FUTEX_WAIT returns at once if the bell is no longer armed (a worker rang since arm()).
-    syscall(SYS_futex, futex_word(), FUTEX_WAIT_PRIVATE, 1, &timeout, nullptr, 0);
+  // Waiter: returns true once done() (something the workers do in their loop) holds, false
+  // if it still does not at `deadline`. Arms the bell before each check (a seq_cst store
+  // orders the two), then sleeps until a worker rings it.
+  template <class Done>
+  bool wait_until(Done done, std::chrono::steady_clock::time_point deadline =
+                                 std::chrono::steady_clock::time_point::max()) {
+    for (;;) {
+      armed_.store(1, std::memory_order_seq_cst);
+      if (done()) return true;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return false;
+      sleep_while_armed(std::min<std::chrono::nanoseconds>(deadline - now, kBackstop));
+    }
   }
 
  private:
+  static constexpr std::chrono::nanoseconds kBackstop = std::chrono::milliseconds(5);
+
+  // Sleeps until a worker rings (or has rung since the arm), or `timeout` passes.
+  void sleep_while_armed(std::chrono::nanoseconds timeout) {
+    const auto ns = timeout.count();
+    const timespec ts{ns / 1'000'000'000, ns % 1'000'000'000};
+    // FUTEX_WAIT returns at once if the bell is no longer armed (a worker rang since).
+    syscall(SYS_futex, futex_word(), FUTEX_WAIT_PRIVATE, 1, &ts, nullptr, 0);
+  }
+
   void ring() {
     if (armed_.exchange(0, std::memory_order_acq_rel) != 0)
       syscall(SYS_futex, futex_word(), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);

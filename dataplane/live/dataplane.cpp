@@ -6,6 +6,7 @@
 #include <rte_lcore.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <new>
 
@@ -23,21 +24,6 @@ namespace {
 // a max-delay of ~4 s; longer max-delays get proportionally wider slots.
 constexpr uint64_t kMaxWheelSlots = uint64_t{1} << 22;
 constexpr uint64_t kSlotNs = 1000;
-
-// Waits until done() (a worker's answer at a burst boundary) or the deadline (timer cycles),
-// asleep on the doorbell the workers ring at the top of each loop (loop_doorbell.hpp).
-template <class Done>
-bool wait_for_loops(LoopDoorbell& bell, uint64_t deadline, Done done) {
-  constexpr uint64_t kBackstopNs = 5'000'000;  // a worker that loops rings before
-  for (;;) {
-    bell.arm();
-    if (done()) return true;
-    const uint64_t now = rte_get_timer_cycles();
-    if (now >= deadline) return false;
-    const uint64_t left_ns = (deadline - now) * 1'000'000'000 / rte_get_timer_hz();
-    bell.wait_rung(long(std::min(left_ns, kBackstopNs)));
-  }
-}
 
 int launch_worker(void* arg) {
   static_cast<Worker*>(arg)->run();
@@ -327,13 +313,13 @@ CountersSnapshot Dataplane::snapshot() {
     // Ask every worker first, so they answer in parallel.
     for (auto& w : workers_)
       if (w->has_queues()) w->handoff().ask();
-    const uint64_t deadline =
-        rte_get_timer_cycles() + rte_get_timer_hz() * kHandoffPatienceUs / 1'000'000;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(kHandoffPatienceUs);
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = *workers_[i];
       if (w.has_queues()) {
-        // Never a spin: this thread may be on the worker's CPU.
-        if (wait_for_loops(*rcu_->doorbell(), deadline, [&] { return w.handoff().answered(); })) {
+        // Never a spin: this thread may be on the worker's CPU (loop_doorbell.hpp).
+        if (rcu_->doorbell()->wait_until([&] { return w.handoff().answered(); }, deadline)) {
           answers_[i] = w.handoff().answer();
         } else {
           live_log("worker on lcore %u did not hand over its counters within %llu ms: its "
@@ -357,11 +343,11 @@ std::vector<FlowWindow> Dataplane::flow_windows() {
   if (launched_.empty() || stop_.load(std::memory_order_relaxed)) return windows;
   for (auto& w : workers_)
     if (w->has_queues()) w->flows().ask();
-  const uint64_t deadline =
-      rte_get_timer_cycles() + rte_get_timer_hz() * kHandoffPatienceUs / 1'000'000;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(kHandoffPatienceUs);
   for (auto& w : workers_) {
     if (!w->has_queues()) continue;
-    if (wait_for_loops(*rcu_->doorbell(), deadline, [&] { return w->flows().answered(); })) {
+    if (rcu_->doorbell()->wait_until([&] { return w->flows().answered(); }, deadline)) {
       windows.push_back(w->flows().answer());
     } else {
       live_log("worker on lcore %u did not hand over its flows within %llu ms: left out",

@@ -43,8 +43,6 @@ void RcuGracePeriod::wait() {
   // run out its slice). Timed sleeps (the old way) cost a timer each, tens of us of CPU on
   // this VM, and ended tens of us after the report (loop_doorbell.hpp).
   constexpr uint64_t kSpinUs = 20;
-  // Only a backstop: a worker that loops rings, and one that stops rings once more.
-  constexpr long kBackstopNs = 5'000'000;
   const uint64_t token = rte_rcu_qsbr_start(v_);
   if (rte_rcu_qsbr_check(v_, token, false) != 0) return;
   const int cpu = sched_getcpu();
@@ -55,11 +53,7 @@ void RcuGracePeriod::wait() {
       rte_pause();
     }
   }
-  for (;;) {
-    doorbell_.arm();
-    if (rte_rcu_qsbr_check(v_, token, false) != 0) return;
-    doorbell_.wait_rung(kBackstopNs);
-  }
+  doorbell_.wait_until([&] { return rte_rcu_qsbr_check(v_, token, false) != 0; });
 }
 
 }  // namespace sluice
