@@ -8,7 +8,7 @@
 # 1000, split in two flow halves, one RX queue per worker) into `--vdev net_null1,no-rx=1`,
 # lcores 0@(0,1),1@0,2@1 (workers pinned to CPUs 0 and 1, the main lcore and the control
 # threads float), `--control SOCK`, bench/dataplane/rules.yaml (one per-flow token bucket
-# that every packet conforms to). One client (python, below) keeps one connection to the
+# that every packet conforms to). One client (bench/control_storm.cpp) keeps one connection to the
 # socket and runs three storms, for S seconds each (default 5):
 #   rule.set, 1 rule      `rule.set per-flow rate` back to back (each change converts the
 #                         buckets of every flow: the rule keeps its state)
@@ -113,7 +113,8 @@ trap 'exit 130' INT TERM
 
 # shellcheck source=scripts/lib/bench_common.sh
 source scripts/lib/bench_common.sh
-bench_build "$BUILD" dataplane/sluiced control/sluicectl tools/sluice-tracegen
+bench_build "$BUILD" dataplane/sluiced control/sluicectl tools/sluice-tracegen \
+  bench/sluice-bench-control-storm
 SLUICED=$BUILD/dataplane/sluiced
 SLUICECTL=$BUILD/control/sluicectl
 
@@ -162,180 +163,8 @@ until [ -S "$SOCK" ] && [ -S "$TELEMETRY_DIR/$PREFIX/dpdk_telemetry.v2" ]; do
 done
 log "sluiced up (pid $CHILD); load: $LOAD_START"
 
-/usr/bin/python3 - "$SOCK" "$TELEMETRY_DIR/$PREFIX/dpdk_telemetry.v2" "$DURATION" "$CHILD" \
-  >"$WORK/client.json" <<'EOF'
-import glob, json, os, socket, sys, time
-
-sock_path, tele_path, duration, pid = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
-HZ = os.sysconf("SC_CLK_TCK")
-
-def cpu_s():
-    """CPU time (s) of sluiced's workers (threads rte-worker-N) and of its other threads
-    (the control socket's, the stats tick, the main thread)."""
-    workers = control = 0
-    for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
-        try:
-            text = open(stat).read()
-        except OSError:
-            continue
-        comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
-        ticks = int(rest[11]) + int(rest[12])
-        if comm.startswith("rte-worker"):
-            workers += ticks
-        else:
-            control += ticks
-    return workers / HZ, control / HZ
-
-class Control:
-    """One connection to sluiced's control socket (docs/CONTROL.md framing)."""
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.connect(path)
-        self.buf = b""
-        self.id = 0
-
-    def call(self, op, **fields):
-        self.id += 1
-        body = json.dumps({"version": 2, "id": self.id, "op": op, **fields}).encode()
-        self.s.sendall(b"%d\n" % len(body) + body)
-        while b"\n" not in self.buf:
-            self.buf += self.recv()
-        head, self.buf = self.buf.split(b"\n", 1)
-        n = int(head)
-        while len(self.buf) < n:
-            self.buf += self.recv()
-        reply, self.buf = json.loads(self.buf[:n]), self.buf[n:]
-        if not reply.get("ok"):
-            sys.exit(f"bench_control: {op} refused: {reply.get('error')}")
-        return reply["result"]
-
-    def recv(self):
-        data = self.s.recv(1 << 20)
-        if not data:
-            sys.exit("bench_control: sluiced closed the control connection")
-        return data
-
-def opackets():
-    t = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    t.connect(tele_path)
-    t.recv(4096)  # the greeting
-    t.send(b"/ethdev/stats,1")
-    reply = json.loads(t.recv(1 << 16))
-    t.close()
-    return reply["/ethdev/stats"]["opackets"], time.monotonic()
-
-def rules_file(n, flip):
-    """n rules: n-1 aggregate rules on ports no packet uses, then per-flow (the traffic's).
-    Every rate differs between flip 0 and 1, so a load of the other changes all n."""
-    lines = ["default: {action: pass}", "rules:"]
-    for i in range(1, n):
-        lines.append(f"  - {{name: r{i:04d}, match: {{proto: udp, dst-port: {10000 + i}}}, "
-                     f"rate: {1000 * (1 + flip) + i}pps, burst: 100, action: drop}}")
-    lines.append(f"  - {{name: per-flow, match: {{proto: udp}}, key: 5-tuple, "
-                 f"rate: {1 + flip}Mpps, burst: 1000, algorithm: token-bucket, action: drop}}")
-    return "\n".join(lines) + "\n"
-
-WINDOW_S = 0.5
-
-def client_cpu_s():
-    t = os.times()
-    return t.user + t.system
-
-def phase(name, step, changes_per_step, pace_hz=0):
-    """Alternates windows of WINDOW_S without changes and with step() back to back (or, with
-    pace_hz, one step every 1/pace_hz s), for `duration` s in all: the forwarding rates of
-    both come from the same stretch of time, so the load others put on the machine meanwhile
-    weighs on both alike."""
-    lat, cpu = [], {"idle": 0.0, "storm": 0.0}  # control threads' CPU s
-    applied = []  # sluiced's own applied_us per write: its read of the request -> every worker
-    client = {"idle": 0.0, "storm": 0.0}  # this client's CPU s
-    rate = {"idle": [0, 0.0, 0.0], "storm": [0, 0.0, 0.0]}  # packets, seconds, worker CPU s
-    end = time.monotonic() + duration
-    while time.monotonic() < end:
-        for kind in ("idle", "storm"):
-            o0, t0 = opackets()
-            w0, c0 = cpu_s()
-            k0 = client_cpu_s()
-            slot = t0
-            while time.monotonic() < t0 + WINDOW_S:
-                if kind == "idle":
-                    time.sleep(0.01)
-                    continue
-                if pace_hz:
-                    slot += 1.0 / pace_hz
-                    wait = slot - time.monotonic()
-                    if wait > 0:
-                        time.sleep(wait)
-                s = time.perf_counter()
-                result = step(len(lat))
-                lat.append(time.perf_counter() - s)
-                if "applied_us" in result:
-                    applied.append(result["applied_us"])
-            o1, t1 = opackets()
-            w1, c1 = cpu_s()
-            client[kind] += client_cpu_s() - k0
-            cpu[kind] += c1 - c0
-            rate[kind][0] += o1 - o0
-            rate[kind][1] += t1 - t0
-            rate[kind][2] += w1 - w0
-    lat.sort()
-    applied.sort()
-    if len(applied) != len(lat):
-        sys.exit(f"bench_control: {len(lat) - len(applied)} of {len(lat)} writes' replies had "
-                 "no applied_us")
-    idle, storm = (rate[k][0] / rate[k][1] / 1e6 for k in ("idle", "storm"))
-    busy = {k: rate[k][2] / rate[k][1] for k in rate}  # CPUs the 2 workers got, of 2
-    out = {"phase": name, "idle_mpps": idle, "storm_mpps": storm,
-           "idle_worker_cpus": busy["idle"], "storm_worker_cpus": busy["storm"],
-           "storm_seconds": rate["storm"][1], "requests": len(lat),
-           "changes": len(lat) * changes_per_step,
-           "changes_per_s": len(lat) * changes_per_step / sum(lat),
-           "paced_changes_per_s": len(lat) * changes_per_step / rate["storm"][1],
-           "pace_hz": pace_hz,
-           # sluiced's threads but the workers, and this client: what the storm takes from the
-           # workers' two CPUs (CPU ms per second of window).
-           "others_cpu_ms_per_s_idle": (cpu["idle"] + client["idle"]) * 1e3 / rate["idle"][1],
-           "others_cpu_ms_per_s_storm": (cpu["storm"] + client["storm"]) * 1e3 / rate["storm"][1],
-           "p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[len(lat) * 99 // 100] * 1e6,
-           "max_us": lat[-1] * 1e6,
-           "applied_p50_us": applied[len(applied) // 2],
-           "applied_p99_us": applied[len(applied) * 99 // 100], "applied_max_us": applied[-1],
-           "control_cpu_ms_per_request": cpu["storm"] * 1e3 / len(lat),
-           # What the control threads spend anyway, from the idle windows, taken off the
-           # storm's CPU.
-           "control_cpu_idle_ms_per_s": cpu["idle"] * 1e3 / rate["idle"][1],
-           "control_cpu_ms_per_request_net":
-               (cpu["storm"] - cpu["idle"] / rate["idle"][1] * rate["storm"][1]) * 1e3 / len(lat)}
-    print(f"bench_control: {json.dumps(out)}", file=sys.stderr)
-    return out
-
-c = Control(sock_path)
-# The socket is up before the workers are: writes are refused until the dataplane runs.
-deadline = time.monotonic() + 60
-while not c.call("hello")["writable"]:
-    if time.monotonic() > deadline:
-        sys.exit("bench_control: sluiced's control socket stayed read-only for 60 s")
-    time.sleep(0.2)
-rate = lambda i: {"rate": "2Mpps" if i % 2 == 0 else "1Mpps"}
-results = [phase("rule.set, 1 rule running",
-                 lambda i: c.call("rule.set", name="per-flow", fields=rate(i)), 1)]
-# Paced: what a steady stream of changes costs the workers, beside the flat-out storms whose
-# own CPU (client and control threads) comes out of the workers' two CPUs on this rig.
-results.append(phase("paced: rule.set 1,000/s, 1 rule running",
-                     lambda i: c.call("rule.set", name="per-flow", fields=rate(i)), 1, 1000))
-files = [rules_file(1000, 0), rules_file(1000, 1)]
-c.call("config.load", text=files[0], filename="rules-1000.yaml")
-results.append(phase("rule.set, 1,000 rules running",
-                     lambda i: c.call("rule.set", name="per-flow", fields=rate(i)), 1))
-results.append(phase("config.load of 1,000 rules, all changed",
-                     lambda i: c.call("config.load", text=files[(i + 1) % 2],
-                                      filename="rules-1000.yaml"), 1000))
-results.append(phase("paced: config.load of 1,000 rules 10/s",
-                     lambda i: c.call("config.load", text=files[(i + 1) % 2],
-                                      filename="rules-1000.yaml"), 1000, 10))
-c.call("config.load", text=rules_file(1000, 0), filename="rules-1000.yaml")
-json.dump({"phases": results, "generation": c.call("rules")["generation"]}, sys.stdout)
-EOF
+"$BUILD/bench/sluice-bench-control-storm" "$SOCK" "$TELEMETRY_DIR/$PREFIX/dpdk_telemetry.v2" \
+  "$DURATION" "$CHILD" >"$WORK/client.json"
 
 # sluicectl, one process per change.
 start=$(date +%s%N)

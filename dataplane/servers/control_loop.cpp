@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -88,6 +89,7 @@ struct ControlLoop::Connection {
   bool queued = false;  // in ready_ (has pipelined frames left)
   RequestTiming timing;  // of the reply being written, if timed
   bool timed = false;
+  bool hung_up = false;  // while working: closed once the worker thread has let go of fd
 };
 
 Result<std::unique_ptr<ControlLoop>> ControlLoop::start(int listen_fd, ControlService* service,
@@ -148,15 +150,48 @@ void ControlLoop::work() {
     const uint64_t started_ns = now_ns();
     std::string reply = service_->execute(job.request, job.read_ns);
     const uint64_t executed_ns = now_ns();
+    Done done = send_reply(job, std::move(reply),
+                           {job.request.op, started_ns - job.read_ns, executed_ns - job.read_ns,
+                            job.read_ns});
+    // Sent whole, nothing else buffered and no event seen meanwhile: the loop needs nothing
+    // now, and takes the Done at its next turn (the client's next request wakes it: the
+    // connection stayed on EPOLLIN).
+    bool wake = !done.frame.empty() || done.send_failed || job.wake_loop;
     {
       std::lock_guard lock(mu_);
-      done_.push_back({job.conn_id, std::move(reply),
-                       {job.request.op, started_ns - job.read_ns, executed_ns - job.read_ns,
-                        job.read_ns}});
+      done_.push_back(std::move(done));
+      done_waiting_.store(true, std::memory_order_release);
+      // Under the same lock as the loop's request for a wake-up: neither is missed.
+      auto asked = std::find(wake_asked_.begin(), wake_asked_.end(), job.conn_id);
+      if (asked != wake_asked_.end()) {
+        wake_asked_.erase(asked);
+        wake = true;
+      }
     }
-    const uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof one);
+    if (wake) {
+      const uint64_t one = 1;
+      (void)!write(wake_fd_, &one, sizeof one);
+    }
   }
+}
+
+ControlLoop::Done ControlLoop::send_reply(const Job& job, std::string body, RequestTiming timing) {
+  Done d{job.conn_id, wire::encode_frame(body), 0, false, timing};
+  body = std::string();
+  while (d.sent < d.frame.size()) {
+    const ssize_t n = send(job.fd, d.frame.data() + d.sent, d.frame.size() - d.sent,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return d;  // the loop goes on
+    if (n < 0) {
+      d.send_failed = true;
+      return d;
+    }
+    d.sent += size_t(n);
+  }
+  d.frame = std::string();
+  d.timing.replied_ns = now_ns() - timing.replied_ns;
+  return d;
 }
 
 void ControlLoop::run() {
@@ -168,6 +203,8 @@ void ControlLoop::run() {
     const int timeout = ready.empty() ? kTickMs : 0;
     const int n = epoll_wait(epoll_fd_, events.data(), int(events.size()), timeout);
     int64_t now = now_ms();
+    // Before the events: one of them may be for a connection the worker thread gave back.
+    if (done_waiting_.load(std::memory_order_acquire)) finish_jobs(now);
     for (int i = 0; i < n; ++i) {
       const uint64_t id = events[size_t(i)].data.u64;
       if (id == kListenId) {
@@ -192,7 +229,12 @@ void ControlLoop::run() {
                          c.state == Connection::State::draining;
       if ((ev & EPOLLOUT) && c.state == Connection::State::writing) on_writable(c, now);
       else if (reads && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) on_readable(c, now);
-      else if (ev & (EPOLLHUP | EPOLLERR)) close_connection(id);
+      else if ((ev & (EPOLLHUP | EPOLLERR)) && c.state == Connection::State::working) {
+        // The worker thread may be sending on fd: close it once its Done is taken.
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+        c.hung_up = true;
+      } else if (ev & (EPOLLHUP | EPOLLERR)) close_connection(id);
+      else if ((ev & EPOLLIN) && c.state == Connection::State::working) on_input_while_working(c);
     }
     // Connections with pipelined requests left over from their last turn.
     std::vector<uint64_t> turn;
@@ -332,11 +374,13 @@ void ControlLoop::next_request(Connection& c, int64_t now) {
       reply(c, service_->execute(request), now);
       continue;
     }
+    // EPOLLIN stays on: the worker thread sends the reply and gives the connection back
+    // without a wake-up, and the client's next request is the loop's next event.
     c.state = Connection::State::working;
-    watch(c, 0);
+    const bool more = c.reader.pending_bytes() != 0 || c.reader.announced();
     {
       std::lock_guard lock(mu_);
-      jobs_.push_back({c.id, std::move(request), now_ns()});
+      jobs_.push_back({c.id, c.fd, std::move(request), now_ns(), more});
     }
     cv_.notify_one();
     return;
@@ -399,19 +443,67 @@ void ControlLoop::flush(Connection& c, int64_t now) {
   watch(c, EPOLLIN);
 }
 
+// Bytes came while the worker thread has the connection: the loop cannot read them until its
+// Done, so it stops watching (EPOLLIN is level-triggered: it would report them on every turn)
+// and asks for a wake-up with that Done, unless the Done is here already.
+void ControlLoop::on_input_while_working(Connection& c) {
+  {
+    std::lock_guard lock(mu_);
+    const bool done = std::any_of(done_.begin(), done_.end(),
+                                  [&](const Done& d) { return d.conn_id == c.id; });
+    if (!done) {
+      wake_asked_.push_back(c.id);
+      watch(c, 0);
+      return;
+    }
+  }
+  const int64_t now = now_ms();
+  finish_jobs(now);  // c is reading now (or writing the rest of its reply, or gone)
+  auto it = conns_.find(c.id);
+  if (it != conns_.end() && it->second->state == Connection::State::reading)
+    on_readable(*it->second, now);
+}
+
 void ControlLoop::finish_jobs(int64_t now) {
   std::vector<Done> done;
   {
     std::lock_guard lock(mu_);
     done.swap(done_);
+    done_waiting_.store(false, std::memory_order_relaxed);
   }
   for (Done& d : done) {
     auto it = conns_.find(d.conn_id);
     if (it == conns_.end() || it->second->state != Connection::State::working) continue;
     Connection& c = *it->second;
+    if (c.hung_up) {
+      close_connection(c.id);
+      continue;
+    }
+    if (d.send_failed) {
+      c.state = Connection::State::draining;  // closed by expire, as in flush()
+      c.deadline_ms = now;
+      continue;
+    }
+    if (d.frame.empty()) {
+      // Sent whole by the worker thread.
+      watch(c, EPOLLIN);  // on again if input came meanwhile (on_input_while_working)
+      c.state = Connection::State::reading;
+      c.deadline_ms = now + limits_.idle_timeout_ms;
+      {
+        std::lock_guard lock(timings_mu_);
+        if (timings_.size() < kTimingsKept) timings_.push_back(d.timing);
+      }
+      next_request(c, now);
+      continue;
+    }
     c.timing = d.timing;  // its replied_ns holds when the request was read, until flush() ends
     c.timed = true;
-    reply(c, std::move(d.reply), now);
+    c.out = std::move(d.frame);
+    c.out_at = d.sent;
+    c.state = Connection::State::writing;
+    c.close_after_write = false;
+    c.deadline_ms = now + limits_.reply_deadline_ms;
+    flush(c, now);
     if (c.state == Connection::State::reading) next_request(c, now);
   }
 }

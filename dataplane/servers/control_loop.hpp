@@ -1,6 +1,9 @@
 // The control socket's event loop (control_server.hpp): one thread, epoll, non-blocking
 // connections with a buffer, a deadline and a frame reader each; and one worker thread for
-// the requests that take longer than a copy (ControlService::is_quick).
+// the requests that take longer than a copy (ControlService::is_quick). The worker thread
+// sends its reply itself when the socket takes it whole, and gives the connection back to
+// the loop without waking it (the loop takes it back at its next event): a change's reply then costs no wake-up of the loop, which on
+// the benchmark's two CPUs preempts a busy-polling worker (docs/BENCHMARKS.md).
 #pragma once
 
 #include <atomic>
@@ -67,13 +70,21 @@ class ControlLoop {
   struct Connection;
   struct Job {
     uint64_t conn_id;
+    int fd;  // the loop leaves it open until the Done is taken
     wire::Request request;
     uint64_t read_ns;
+    // The loop holds bytes of another request of this connection: it must be woken to read
+    // them, as no epoll event will say so.
+    bool wake_loop;
   };
   struct Done {
     uint64_t conn_id;
-    std::string reply;
-    RequestTiming timing;  // replied_ns not yet
+    std::string frame;  // the reply's frame
+    size_t sent = 0;    // bytes of it the worker thread gave the socket
+    bool send_failed = false;  // the peer has gone
+    // When the whole frame is sent: its timing, complete. Else replied_ns is the request's
+    // read time.
+    RequestTiming timing;
   };
 
   ControlLoop(int listen_fd, int epoll_fd, int wake_fd, ControlService* service,
@@ -89,6 +100,9 @@ class ControlLoop {
   void watch(Connection& c, uint32_t events);
   void close_connection(uint64_t id);
   void finish_jobs(int64_t now_ms);
+  void on_input_while_working(Connection& c);
+  // The worker thread's side of a reply: sends what the socket takes now.
+  Done send_reply(const Job& job, std::string body, RequestTiming timing);
   void expire(int64_t now_ms);
 
   const int listen_fd_, epoll_fd_, wake_fd_;
@@ -109,6 +123,8 @@ class ControlLoop {
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   std::vector<Done> done_;
+  std::atomic<bool> done_waiting_{false};  // done_ is not empty: the loop looks at every turn
+  std::vector<uint64_t> wake_asked_;  // connections whose Done must wake the loop
   bool stopping_ = false;
 
   std::thread worker_;

@@ -192,17 +192,19 @@ TEST_F(ControlSocket, AClientThatNeverReadsItsReplyIsDroppedAndDelaysNoOne) {
 // A RulesTarget whose apply takes a while (an RCU grace period, a big rule set).
 class SlowTarget final : public RulesTarget {
  public:
-  explicit SlowTarget(RulesTarget* inner) : inner_(inner) {}
+  explicit SlowTarget(RulesTarget* inner, std::chrono::milliseconds delay = std::chrono::milliseconds(500))
+      : inner_(inner), delay_(delay) {}
   RuleSet rules() const override { return inner_->rules(); }
   uint64_t generation() const override { return inner_->generation(); }
   Result<RulesDiff> apply(RuleSet next) override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::this_thread::sleep_for(delay_);
     return inner_->apply(std::move(next));
   }
   Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& q) override { return inner_->top_flows(q); }
 
  private:
   RulesTarget* inner_;
+  std::chrono::milliseconds delay_;
 };
 
 TEST_F(ControlSocket, AWriteBeingAppliedDelaysNoRead) {
@@ -219,6 +221,94 @@ TEST_F(ControlSocket, AWriteBeingAppliedDelaysNoRead) {
   expect_prompt(stats_latencies(sock(), 20));
   writer.join();
   EXPECT_EQ(inner->generation(), 4u);
+}
+
+// The worker thread sends a write's reply itself and hands the connection back without waking
+// the loop, unless the loop holds more of that connection's requests: then nothing else would
+// wake it before its 20 ms tick, and 100 pipelined writes would take ~2 s.
+TEST_F(ControlSocket, PipelinedWritesAreAnsweredAtOnceAndInOrder) {
+  auto target = test::ScriptedRulesTarget::create(rules_);
+  auto server = serve({}, target.get());
+  const int fd = connect_to(sock());
+  ASSERT_GE(fd, 0);
+  constexpr int kWrites = 100;
+  std::string frames;
+  for (int i = 1; i <= kWrites; ++i)
+    frames += wire::encode_frame("{\"version\":2,\"id\":" + std::to_string(i) +
+                                 ",\"op\":\"rule.set\",\"name\":\"udp-only\",\"fields\":{\"burst\":\"" +
+                                 std::to_string(10 + i) + "\"}}");
+  const auto start = Clock::now();
+  send_bytes(fd, frames);
+  wire::FrameReader reader;
+  for (int i = 1; i <= kWrites; ++i) {
+    const std::string reply = read_reply(fd, reader);
+    ASSERT_NE(reply.find("\"id\":" + std::to_string(i) + ",\"ok\":true"), std::string::npos)
+        << "reply " << i << ": " << reply;
+  }
+  EXPECT_LT(ms_since(start), 500.0) << kWrites << " pipelined writes";
+  close(fd);
+  EXPECT_EQ(target->generation(), uint64_t(kWrites) + 1);
+}
+
+// A request that arrives while the worker thread has the connection (its write is being
+// applied) cannot be read until the write's Done: the loop asks for a wake-up with it, or the
+// request would wait for the loop's next tick (up to 20 ms; half that on average).
+TEST_F(ControlSocket, ARequestSentDuringAWriteIsAnsweredRightAfterIt) {
+  auto inner = test::ScriptedRulesTarget::create(rules_);
+  SlowTarget slow(inner.get(), std::chrono::milliseconds(3));
+  auto server = serve({}, &slow);
+  const int fd = connect_to(sock());
+  ASSERT_GE(fd, 0);
+  wire::FrameReader reader;
+  std::vector<double> gaps_ms;
+  for (int i = 0; i < 30; ++i) {
+    send_bytes(fd, wire::encode_frame("{\"version\":2,\"id\":1,\"op\":\"rule.set\",\"name\":"
+                                      "\"udp-only\",\"fields\":{\"burst\":\"" +
+                                      std::to_string(20 + i) + "\"}}"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the write is being applied
+    send_bytes(fd, request("hello", 2));
+    ASSERT_NE(read_reply(fd, reader).find("\"id\":1,\"ok\":true"), std::string::npos);
+    const auto first = Clock::now();
+    ASSERT_NE(read_reply(fd, reader).find("\"id\":2,\"ok\":true"), std::string::npos);
+    gaps_ms.push_back(ms_since(first));
+  }
+  close(fd);
+  std::sort(gaps_ms.begin(), gaps_ms.end());
+  EXPECT_LT(gaps_ms[15], 5.0) << "median gap between the write's reply and the next, max "
+                              << gaps_ms.back() << " ms";
+  EXPECT_EQ(inner->generation(), 31u);
+}
+
+// A client that hangs up while its write is applied: the write still applies, the server
+// keeps the descriptor until the worker thread is done with it, and a client that connects
+// meanwhile (and may be given the same descriptor number if it were closed) never receives
+// the gone client's reply.
+TEST_F(ControlSocket, AClientGoneDuringItsWriteGetsNoOneElseItsReply) {
+  auto inner = test::ScriptedRulesTarget::create(rules_);
+  SlowTarget slow(inner.get());
+  auto server = serve({}, &slow);
+  const int gone = connect_to(sock());
+  ASSERT_GE(gone, 0);
+  send_bytes(gone, wire::encode_frame(
+                       "{\"version\":2,\"id\":41,\"op\":\"rule.set\",\"name\":\"udp-only\","
+                       "\"fields\":{\"burst\":\"33\"}}"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the write is under way
+  close(gone);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the loop saw the hang-up
+  const int next = connect_to(sock());
+  ASSERT_GE(next, 0);
+  wire::FrameReader reader;
+  send_bytes(next, request("hello", 7));
+  EXPECT_NE(read_reply(next, reader).find("\"id\":7,\"ok\":true"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the slow apply is over
+  send_bytes(next, request("hello", 8));
+  const std::string reply = read_reply(next, reader);
+  EXPECT_NE(reply.find("\"id\":8,\"ok\":true"), std::string::npos) << reply;
+  close(next);
+  EXPECT_EQ(inner->generation(), 2u);
+  for (int i = 0; i < 100 && server->connections() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server->connections(), 0u);
 }
 
 TEST_F(ControlSocket, APeerOfAnotherUidIsRefused) {
