@@ -27,32 +27,13 @@
 #include "control_service.hpp"
 #include "pipeline.hpp"
 #include "pipeline_rules_target.hpp"
+#include "control_rules.hpp"
 #include "rules_loader.hpp"
 #include "synthetic_trace.hpp"
 
 namespace {
 
 using namespace sluice;
-
-// bench_control.sh's rules_file(n, flip): n-1 aggregate rules on ports no packet uses, then
-// per-flow; every rate differs between flip 0 and 1.
-std::string rules_file(size_t n, int flip) {
-  std::string text = "default: {action: pass}\nrules:\n";
-  char line[256];
-  for (size_t i = 1; i < n; ++i) {
-    std::snprintf(line, sizeof line,
-                  "  - {name: r%04zu, match: {proto: udp, dst-port: %zu}, rate: %zupps, burst: "
-                  "100, action: drop}\n",
-                  i, 10000 + i, 1000 * size_t(1 + flip) + i);
-    text += line;
-  }
-  std::snprintf(line, sizeof line,
-                "  - {name: per-flow, match: {proto: udp}, key: 5-tuple, rate: %dMpps, burst: "
-                "1000, algorithm: token-bucket, action: drop}\n",
-                1 + flip);
-  text += line;
-  return text;
-}
 
 std::string set_request(uint64_t id, int flip) {
   return nlohmann::json{{"version", 2}, {"id", id}, {"op", "rule.set"}, {"name", "per-flow"},
@@ -122,9 +103,9 @@ int main(int argc, char** argv) {
   ControlService service(&target, *start);
 
   const std::array<std::string, 2> bodies = set ? std::array<std::string, 2>{set_request(1, 0), set_request(2, 1)}
-                                    : std::array<std::string, 2>{request(1, rules_file(rules, 0)),
-                                                                 request(2, rules_file(rules, 1))};
-  const std::string first = request(1, rules_file(rules, 0));
+                                    : std::array<std::string, 2>{request(1, bench::control_rules_file(rules, 0)),
+                                                                 request(2, bench::control_rules_file(rules, 1))};
+  const std::string first = request(1, bench::control_rules_file(rules, 0));
   std::vector<double> ms;
   for (size_t i = 0; i <= loads; ++i) {
     const double t0 = thread_cpu_ms();

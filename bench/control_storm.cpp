@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "control_frame.hpp"
+#include "control_rules.hpp"
 
 namespace {
 
@@ -154,25 +155,6 @@ std::pair<uint64_t, double> opackets(const std::string& telemetry) {
   return {reply.at("/ethdev/stats").at("opackets").get<uint64_t>(), monotonic_s()};
 }
 
-// n rules: n-1 aggregate rules on ports no packet uses, then per-flow (the traffic's). Every
-// rate differs between flip 0 and 1, so a load of the other changes all n.
-std::string rules_file(int n, int flip) {
-  std::string text = "default: {action: pass}\nrules:\n";
-  char line[256];
-  for (int i = 1; i < n; ++i) {
-    std::snprintf(line, sizeof line,
-                  "  - {name: r%04d, match: {proto: udp, dst-port: %d}, rate: %dpps, burst: 100, "
-                  "action: drop}\n",
-                  i, 10000 + i, 1000 * (1 + flip) + i);
-    text += line;
-  }
-  std::snprintf(line, sizeof line,
-                "  - {name: per-flow, match: {proto: udp}, key: 5-tuple, rate: %dMpps, burst: "
-                "1000, algorithm: token-bucket, action: drop}\n",
-                1 + flip);
-  return text + line;
-}
-
 constexpr double kWindowS = 0.5;
 
 struct Totals {
@@ -284,7 +266,8 @@ int main(int argc, char** argv) {
     return c.call("rule.set", {{"name", "per-flow"},
                                {"fields", {{"rate", i % 2 == 0 ? "2Mpps" : "1Mpps"}}}});
   };
-  const std::string files[2] = {rules_file(1000, 0), rules_file(1000, 1)};
+  const std::string files[2] = {bench::control_rules_file(1000, 0),
+                                bench::control_rules_file(1000, 1)};
   auto load = [&](size_t i) {
     return c.call("config.load", {{"text", files[(i + 1) % 2]}, {"filename", "rules-1000.yaml"}});
   };
