@@ -447,19 +447,20 @@ void ControlLoop::flush(Connection& c, int64_t now) {
 // Done, so it stops watching (EPOLLIN is level-triggered: it would report them on every turn)
 // and asks for a wake-up with that Done, unless the Done is here already.
 void ControlLoop::on_input_while_working(Connection& c) {
+  const uint64_t id = c.id;  // finish_jobs may close connections: c is not used after it
   {
     std::lock_guard lock(mu_);
     const bool done = std::any_of(done_.begin(), done_.end(),
-                                  [&](const Done& d) { return d.conn_id == c.id; });
+                                  [&](const Done& d) { return d.conn_id == id; });
     if (!done) {
-      wake_asked_.push_back(c.id);
+      wake_asked_.push_back(id);
       watch(c, 0);
       return;
     }
   }
   const int64_t now = now_ms();
   finish_jobs(now);  // c is reading now (or writing the rest of its reply, or gone)
-  auto it = conns_.find(c.id);
+  auto it = conns_.find(id);
   if (it != conns_.end() && it->second->state == Connection::State::reading)
     on_readable(*it->second, now);
 }
