@@ -55,7 +55,7 @@ bool RulesDiff::empty() const {
 }
 
 size_t RulesDiff::count(RuleChangeKind kind) const {
-  size_t n = 0;
+  size_t n = kind == RuleChangeKind::unchanged ? unchanged_unlisted : 0;
   for (const RuleChange& c : rules) n += c.kind == kind;
   return n;
 }
@@ -134,7 +134,7 @@ std::string format_rules_diff(const RulesDiff& d) {
       case RuleChangeKind::unchanged: break;
     }
   }
-  const size_t total = d.rules.size() - d.count(RuleChangeKind::removed);
+  const size_t total = d.rules.size() + d.unchanged_unlisted - d.count(RuleChangeKind::removed);
   s += std::to_string(total) + (total == 1 ? " rule: " : " rules: ") +
        std::to_string(d.count(RuleChangeKind::added)) + " added, " +
        std::to_string(d.count(RuleChangeKind::changed)) + " changed, " +

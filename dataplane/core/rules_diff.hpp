@@ -32,6 +32,10 @@ struct RulesDiff {
   // The new set's rules in its order, then the removed ones in the old order.
   std::vector<RuleChange> rules;
   bool default_changed = false;
+  // Unchanged rules counted but not listed in `rules`: a diff read from sluiced's reply, which
+  // lists only the rules that change (docs/CONTROL.md), so that a one-rule change to a set of
+  // thousands is answered in a line, not in tens of KB. count(unchanged) includes them.
+  size_t unchanged_unlisted = 0;
   // Nothing would change (no rule added, removed or changed, same default action).
   bool empty() const;
   size_t count(RuleChangeKind kind) const;

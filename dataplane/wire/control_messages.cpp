@@ -360,11 +360,14 @@ const char* change_kind_name(RuleChangeKind k) {
 json diff_to_json(const RulesDiff& diff) {
   json rules = json::array();
   for (const RuleChange& c : diff.rules)
-    rules.push_back({{"name", c.name},
-                     {"kind", change_kind_name(c.kind)},
-                     {"fields", c.fields},
-                     {"keeps_state", c.keeps_state}});
-  return {{"rules", rules}, {"default_changed", diff.default_changed}};
+    if (c.kind != RuleChangeKind::unchanged)
+      rules.push_back({{"name", c.name},
+                       {"kind", change_kind_name(c.kind)},
+                       {"fields", c.fields},
+                       {"keeps_state", c.keeps_state}});
+  return {{"rules", rules},
+          {"default_changed", diff.default_changed},
+          {"unchanged", diff.count(RuleChangeKind::unchanged)}};
 }
 
 
@@ -380,6 +383,7 @@ std::string encode_diff_result(uint64_t id, const RulesDiff& diff, uint64_t gene
   out += ",\"rules\":[";
   bool first = true;
   for (const RuleChange& c : diff.rules) {
+    if (c.kind == RuleChangeKind::unchanged) continue;
     out += first ? "{\"fields\":[" : ",{\"fields\":[";
     first = false;
     for (size_t i = 0; i < c.fields.size(); ++i) {
@@ -394,7 +398,8 @@ std::string encode_diff_result(uint64_t id, const RulesDiff& diff, uint64_t gene
     append_json_string(out, c.name);
     out += '}';
   }
-  out += "]},\"generation\":" + std::to_string(generation) + "},\"version\":" +
+  out += "],\"unchanged\":" + std::to_string(diff.count(RuleChangeKind::unchanged));
+  out += "},\"generation\":" + std::to_string(generation) + "},\"version\":" +
          std::to_string(kProtocolVersion) + "}";
   return out;
 }
@@ -407,6 +412,14 @@ Result<RulesDiff> diff_from_json(const json& j) {
   if (rules == j.end() || !rules->is_array() || def == j.end() || !def->is_boolean()) return bad;
   RulesDiff d;
   d.default_changed = def->get<bool>();
+  // How many rules do not change: not listed by sluiced (absent from the replies of one that
+  // listed every rule).
+  size_t unchanged_total = 0;
+  auto unchanged = j.find("unchanged");
+  if (unchanged != j.end()) {
+    if (!unchanged->is_number_unsigned()) return bad;
+    unchanged_total = unchanged->get<size_t>();
+  }
   for (const json& c : *rules) {
     if (!c.is_object()) return bad;
     auto name = c.find("name"), kind = c.find("kind"), fields = c.find("fields"),
@@ -428,6 +441,9 @@ Result<RulesDiff> diff_from_json(const json& j) {
     rc.keeps_state = keeps->get<bool>();
     d.rules.push_back(std::move(rc));
   }
+  // "unchanged" is the total; any unchanged rule listed anyway is not counted twice.
+  const size_t listed = d.count(RuleChangeKind::unchanged);
+  d.unchanged_unlisted = unchanged_total > listed ? unchanged_total - listed : 0;
   return d;
 }
 

@@ -249,6 +249,38 @@ TEST(ControlMessages, ADiffRoundTrips) {
   EXPECT_FALSE(diff_from_json(nlohmann::json::parse("{\"rules\":[{\"name\":1}],\"default_changed\":false}")));
 }
 
+// One rule changed among thousands: the reply names that rule and counts the rest, so its
+// size does not grow with the rule set (it listed every rule, ~72 bytes each, before).
+TEST(ControlMessages, AReplyListsOnlyTheRulesThatChange) {
+  RulesDiff d;
+  for (int i = 0; i < 10000; ++i)
+    d.rules.push_back({"r" + std::to_string(i), RuleChangeKind::unchanged, {}, true});
+  d.rules[5000] = {"r5000", RuleChangeKind::changed, {"rate"}, true};
+  const std::string reply = encode_diff_result(1, d, 2, 40);
+  EXPECT_LT(reply.size(), 256u) << reply;
+  EXPECT_NE(reply.find("\"unchanged\":9999"), std::string::npos) << reply;
+  auto decoded = decode_reply(reply);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  auto back = diff_from_json(decoded->result["diff"]);
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->rules.size(), 1u);
+  EXPECT_EQ(back->rules[0].name, "r5000");
+  EXPECT_EQ(format_rules_diff(*back),
+            "~ r5000: rate (buckets kept)\n10000 rules: 0 added, 1 changed, 0 removed, 9999 unchanged\n");
+  // A diff that also lists unchanged rules (a sluiced that listed every rule, or a future
+  // one) counts each once; a count that is not a number is refused.
+  auto listed = nlohmann::json::parse(
+      R"({"rules":[{"name":"a","kind":"unchanged","fields":[],"keeps_state":true}],)"
+      R"("default_changed":false,"unchanged":3})");
+  auto both = diff_from_json(listed);
+  ASSERT_TRUE(both) << both.error().message;
+  EXPECT_EQ(both->count(RuleChangeKind::unchanged), 3u);
+  listed["unchanged"] = -1;
+  EXPECT_FALSE(diff_from_json(listed));
+  listed["unchanged"] = "3";
+  EXPECT_FALSE(diff_from_json(listed));
+}
+
 // A write's reply is written straight from the diff (encode_diff_result); it must be the very
 // text the generic path writes, whatever the names hold (quotes, control bytes, UTF-8, bytes
 // that are no UTF-8) and however many rules and fields there are.
@@ -271,7 +303,9 @@ TEST(ControlMessages, ADiffReplyIsTheTextTheGenericEncoderWrites) {
     ASSERT_TRUE(reply) << reply.error().message;
     auto back = diff_from_json(reply->result["diff"]);
     ASSERT_TRUE(back) << back.error().message;
-    EXPECT_EQ(back->rules.size(), d.rules.size());
+    // Every rule but the unchanged one is listed; that one is counted.
+    EXPECT_EQ(back->rules.size(), d.rules.size() - 1);
+    EXPECT_EQ(back->count(RuleChangeKind::unchanged), 1u);
     // With the time the change took to reach every worker (a reply of sluiced's loop).
     for (uint64_t us : {uint64_t{0}, uint64_t{137}, uint64_t{18446744073709551615ull}})
       EXPECT_EQ(encode_diff_result(9, d, 3, us),
