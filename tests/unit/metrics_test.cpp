@@ -197,18 +197,19 @@ std::vector<double> scrape_latencies(uint16_t port) {
   return ms;
 }
 
-// How much longer the slowest scrape may take under the sanitizer runtime: TSan takes seconds
-// to start the thread-per-connection server's 1,000 idle connections' threads (one clean run:
-// a scrape waited 2.5 s behind them, while p90 stayed below 100 ms).
+// The 100 ms is held by the normal build. Under TSan every new connection's thread start
+// costs milliseconds and grows with the threads alive, so there the bound is loosened: that
+// build is for the races (with 1,000 idle connections and two CPU-bound processes beside it,
+// p90 reached 100-107 ms in two of five runs here; the slowest scrape ~150 ms).
 #if defined(SLUICE_TSAN)
-constexpr double kSanitizerSlowdown = 10;
+constexpr double kSanitizerSlowdown = 5;
 #else
 constexpr double kSanitizerSlowdown = 1;
 #endif
 
 // "Other clients answered within 100 ms": 18 of 20 well within it, none near a timeout.
 void expect_prompt(const std::vector<double>& ms) {
-  EXPECT_LT(ms[17], 100.0) << "p90 " << ms[17] << " ms, max " << ms.back() << " ms";
+  EXPECT_LT(ms[17], 100.0 * kSanitizerSlowdown) << "p90 " << ms[17] << " ms, max " << ms.back() << " ms";
   EXPECT_LT(ms.back(), 1000.0 * kSanitizerSlowdown) << "max " << ms.back() << " ms";
 }
 
@@ -222,6 +223,15 @@ CountersSnapshot many_rules(int n) {
   return s;
 }
 
+// Threads of this process now (the server runs in it, one thread per connection).
+int threads_now() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  return -1;
+}
+
 TEST(MetricsServer, AThousandIdleConnectionsAndOthersAreStillAnswered) {
   rlimit lim{};
   getrlimit(RLIMIT_NOFILE, &lim);
@@ -231,11 +241,15 @@ TEST(MetricsServer, AThousandIdleConnectionsAndOthersAreStillAnswered) {
     ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0) << std::strerror(errno);
   }
   MetricsLimits limits;
-  limits.keep_alive_timeout_ms = 5000;  // longer than the test: they stay idle throughout
-  limits.read_timeout_ms = 5000;
+  // Longer than the test, so they stay idle throughout: under TSan on a loaded host taking
+  // on the thousand alone can outlast 5 s, and then the first would time out and go.
+  limits.keep_alive_timeout_ms = 120000;
+  limits.read_timeout_ms = 120000;
   auto m = MetricsServer::start("127.0.0.1:0", limits);
   ASSERT_TRUE(m) << m.error().message;
   (*m)->publish(sample());
+  const int threads_before = threads_now();
+  ASSERT_GT(threads_before, 0);
   std::vector<int> idle;
   for (int i = 0; i < 1000; ++i) {
     const int fd = connect_loopback((*m)->port());
@@ -244,6 +258,14 @@ TEST(MetricsServer, AThousandIdleConnectionsAndOthersAreStillAnswered) {
   }
   // Half of them also began a request and stopped (a byte, then nothing).
   for (size_t i = 0; i < idle.size(); i += 2) send(idle[i], "G", 1, MSG_NOSIGNAL);
+  // The claim is about clients arriving while the thousand are held, not about how long the
+  // server takes to take them on: wait until each has its thread. Under TSan on a loaded CI
+  // host that takes seconds, and a scrape sent sooner queues behind those accepts (one CI
+  // run: p90 170 ms, max 4.4 s); in the normal build it takes milliseconds.
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (threads_now() < threads_before + 1000 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_GE(threads_now(), threads_before + 1000) << "the server did not take on the 1,000";
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   expect_prompt(scrape_latencies((*m)->port()));
   for (int fd : idle) close(fd);
