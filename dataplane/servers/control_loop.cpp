@@ -477,6 +477,12 @@ void ControlLoop::finish_jobs(int64_t now) {
     if (it == conns_.end() || it->second->state != Connection::State::working) continue;
     Connection& c = *it->second;
     if (c.hung_up) {
+      // A reply sent whole before the client hung up (a client that reads its reply and
+      // closes at once can be seen gone before the Done is taken): a request served, timed.
+      if (d.frame.empty() && !d.send_failed) {
+        std::lock_guard lock(timings_mu_);
+        if (timings_.size() < kTimingsKept) timings_.push_back(d.timing);
+      }
       close_connection(c.id);
       continue;
     }
