@@ -9,6 +9,7 @@
 // out of the workers' share, so a storm measured what the client cost as much as what a change
 // costs sluiced. python spent ~100 us of CPU per request (json, the interpreter's syscalls);
 // this client spends a few, so "during / without" is closer to sluiced's own cost.
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -21,7 +22,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -76,8 +76,15 @@ CpuSplit sluiced_cpu_s(const std::string& pid) {
   if (d == nullptr) return split;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    std::ifstream in(dir + "/" + e->d_name + "/stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // read(2), not an ifstream: a thread that exits between the open and the read (DPDK's
+    // telemetry starts one per client connection) makes libstdc++'s filebuf throw.
+    const int fd = open((dir + "/" + e->d_name + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[1024];
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    const std::string text(buf, size_t(n));
     const size_t open = text.find('('), close = text.rfind(')');
     if (open == std::string::npos || close == std::string::npos) continue;
     const std::string comm = text.substr(open + 1, close - open - 1);
