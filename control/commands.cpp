@@ -37,13 +37,23 @@ std::string stats_json(const CountersSnapshot& snap) {
   return counters_to_json(snap, {{"dataplane", object + "}"}});
 }
 
+// CLI::Range(0.001, 86400.0), and NaN refused too: it fails neither of Range's comparisons.
+const CLI::Validator kWatchSeconds(
+    [](std::string& text) -> std::string {
+      double seconds = 0;
+      if (!CLI::detail::lexical_cast(text, seconds) || !(seconds >= 0.001 && seconds <= 86400.0))
+        return "Value " + text + " not in range 0.001 to 86400";
+      return {};
+    },
+    "FLOAT in [0.001 - 86400]");
+
 void declare_stats(CLI::App& sub, CommandArgs& a) {
   sub.add_flag("--json", a.json, "the counters as REPORT.json holds them");
   sub.add_option("--watch", a.watch_seconds,
                  "report every SECONDS (default 1), with the rates per second since the last")
       ->expected(0, 1)
       ->default_str("1")
-      ->check(CLI::Range(0.001, 86400.0));
+      ->check(kWatchSeconds);
   sub.add_option("--count", a.count, "with --watch: stop after N reports")
       ->check(CLI::Range(uint64_t{1}, ~uint64_t{0}));
 }

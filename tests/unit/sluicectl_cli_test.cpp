@@ -139,6 +139,9 @@ TEST_F(SluicectlCli, BadUsageIsExit2WithTheReason) {
       {{"--socket"}, "--socket: 1 required TEXT missing"},
       {{"stats", "--count", "3"}, "only with --watch"},
       {{"stats", "--watch", "soon"}, "--watch: Value soon not in range"},
+      // NaN compares false with both ends of a range: once taken as "no --watch".
+      {{"stats", "--watch", "nan"}, "--watch: Value nan not in range"},
+      {{"stats", "--watch", "inf"}, "--watch: Value inf not in range"},
       {{"stats", "--verbose"}, "not expected: --verbose"},
       {{"rule", "list", "extra"}, "not expected: extra"},
       {{"config", "check"}, "FILE is required"},
