@@ -36,6 +36,18 @@ class LoopDoorbell {
     if (armed_.load(std::memory_order_relaxed) != 0) [[unlikely]]
       ring();
   }
+  // Worker, at the top of every loop: as ring_if_armed(), but rings only once `ready()` holds
+  // as well. For a waiter whose condition takes every worker's report (a grace period): a
+  // worker that has reported while another has not would wake it only for it to sleep again,
+  // and on the benchmark's 2 CPUs that wake-up preempts the very worker it waits for. Still no
+  // lost wake-up: the bell stays armed until rung, every worker asks ready() again at each
+  // loop while it is, and the last report makes ready() hold for all later asks.
+  template <class Ready>
+  void ring_if_armed_and(Ready ready) {
+    // acquire: ready() reads what the waiter wrote before it armed (the token it waits for).
+    if (armed_.load(std::memory_order_acquire) != 0) [[unlikely]]
+      if (ready()) ring();
+  }
   // Worker, after its last loop (and its offline report).
   void ring_after_last_loop() {
     std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -211,6 +211,7 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
       ws.rcu = dp->rcu_->qsbr();
       ws.rcu_thread_id = rcu_ids++;
       ws.doorbell = dp->rcu_->doorbell();
+      ws.grace = dp->rcu_.get();
     }
     auto worker = Worker::create(pipeline, std::move(ws), &dp->stop_);
     if (!worker) return worker.error();

@@ -37,11 +37,14 @@ RcuGracePeriod::~RcuGracePeriod() {
 void RcuGracePeriod::wait() {
   // rte_rcu_qsbr_synchronize() without its busy wait: start a grace period; where no worker
   // runs on this CPU, spin for kSpinUs (workers on their own CPUs report within a loop,
-  // ~1-10 us); then sleep on the doorbell, which the next worker to loop rings. No spin on a
-  // CPU a worker runs on: this thread (SCHED_FIFO) would keep that very worker from
-  // reporting until it sleeps, and sched_yield() is no better (the scheduler lets the poller
-  // run out its slice). Timed sleeps (the old way) cost a timer each, tens of us of CPU on
-  // this VM, and ended tens of us after the report (loop_doorbell.hpp).
+  // ~1-10 us); then sleep on grace_bell_, which the worker whose report ends the grace period
+  // rings. No spin on a CPU a worker runs on: this thread (SCHED_FIFO) would keep that very
+  // worker from reporting until it sleeps, and sched_yield() is no better (the scheduler lets
+  // the poller run out its slice). Timed sleeps (the old way) cost a timer each, tens of us of
+  // CPU on this VM, and ended tens of us after the report (loop_doorbell.hpp). A bell any
+  // worker rings at its next loop (the hand-overs' doorbell_) woke this thread about twice a
+  // change: first by the worker on the other CPU, which had reported, then by the one it waits
+  // for.
   constexpr uint64_t kSpinUs = 20;
   const uint64_t token = rte_rcu_qsbr_start(v_);
   if (rte_rcu_qsbr_check(v_, token, false) != 0) return;
@@ -53,7 +56,11 @@ void RcuGracePeriod::wait() {
       rte_pause();
     }
   }
-  doorbell_.wait_until([&] { return rte_rcu_qsbr_check(v_, token, false) != 0; });
+  uint64_t waited = waited_token_.load(std::memory_order_relaxed);
+  while (waited < token &&
+         !waited_token_.compare_exchange_weak(waited, token, std::memory_order_release)) {
+  }
+  grace_bell_.wait_until([&] { return rte_rcu_qsbr_check(v_, token, false) != 0; });
 }
 
 }  // namespace sluice

@@ -102,6 +102,7 @@ void Worker::run() {
     // the loop reads the TSC once per queue and not once more: in this VM the two reads of a
     // one-queue loop were ~4% of a no-rule worker's perf samples.)
     if (setup_.rcu) rte_rcu_qsbr_quiescent(setup_.rcu, setup_.rcu_thread_id);
+    if (setup_.grace) setup_.grace->ring_if_done();
     if (setup_.doorbell) setup_.doorbell->ring_if_armed();
     const RulesSnapshot* rules = nullptr;
     uint64_t now_ns = 0;
@@ -132,6 +133,7 @@ void Worker::run() {
     }
   }
   if (setup_.rcu) rte_rcu_qsbr_thread_offline(setup_.rcu, setup_.rcu_thread_id);
+  if (setup_.grace) setup_.grace->ring_after_last_loop();
   if (setup_.doorbell) setup_.doorbell->ring_after_last_loop();
   shutdown(/*try_send=*/true);
 }

@@ -28,6 +28,7 @@
 #include "flow_sampler.hpp"
 #include "loop_doorbell.hpp"
 #include "pipeline.hpp"
+#include "rcu_grace_period.hpp"
 #include "result.hpp"
 #include "timing_wheel.hpp"
 #include "tsc_clock.hpp"
@@ -69,6 +70,9 @@ struct WorkerSetup {
   // Rung at the top of every loop when armed: by then the RCU report and the hand-overs of
   // the previous loop are done (null: nobody waits for this worker).
   LoopDoorbell* doorbell = nullptr;
+  // Told of every quiescent report, so that a rules change's wait ends with the report that
+  // ends its grace period (null with rcu).
+  RcuGracePeriod* grace = nullptr;
   TscClock clock;                     // shared epoch: every worker's now_ns is comparable
   FlowSamplerOptions flows;           // `flows top`: window, sketch size, seed
 };
