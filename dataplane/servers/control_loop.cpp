@@ -425,8 +425,7 @@ void ControlLoop::flush(Connection& c, int64_t now) {
   if (c.timed) {
     c.timed = false;
     c.timing.replied_ns = now_ns() - c.timing.replied_ns;
-    std::lock_guard lock(timings_mu_);
-    if (timings_.size() < kTimingsKept) timings_.push_back(c.timing);
+    record_timing(c.timing);
   }
   if (c.close_after_write) {
     // Let the client read the error before the close (an unread request would reset it).
@@ -479,10 +478,7 @@ void ControlLoop::finish_jobs(int64_t now) {
     if (c.hung_up) {
       // A reply sent whole before the client hung up (a client that reads its reply and
       // closes at once can be seen gone before the Done is taken): a request served, timed.
-      if (d.frame.empty() && !d.send_failed) {
-        std::lock_guard lock(timings_mu_);
-        if (timings_.size() < kTimingsKept) timings_.push_back(d.timing);
-      }
+      if (d.frame.empty() && !d.send_failed) record_timing(d.timing);
       close_connection(c.id);
       continue;
     }
@@ -496,10 +492,7 @@ void ControlLoop::finish_jobs(int64_t now) {
       watch(c, EPOLLIN);  // on again if input came meanwhile (on_input_while_working)
       c.state = Connection::State::reading;
       c.deadline_ms = now + limits_.idle_timeout_ms;
-      {
-        std::lock_guard lock(timings_mu_);
-        if (timings_.size() < kTimingsKept) timings_.push_back(d.timing);
-      }
+      record_timing(d.timing);
       next_request(c, now);
       continue;
     }
@@ -513,6 +506,11 @@ void ControlLoop::finish_jobs(int64_t now) {
     flush(c, now);
     if (c.state == Connection::State::reading) next_request(c, now);
   }
+}
+
+void ControlLoop::record_timing(const RequestTiming& timing) {
+  std::lock_guard lock(timings_mu_);
+  if (timings_.size() < kTimingsKept) timings_.push_back(timing);
 }
 
 std::vector<RequestTiming> ControlLoop::timings() const {

@@ -104,6 +104,8 @@ class ControlLoop {
   // The worker thread's side of a reply: sends what the socket takes now.
   Done send_reply(const Job& job, std::string body, RequestTiming timing);
   void expire(int64_t now_ms);
+  // Keeps a request's timing (the first kTimingsKept).
+  void record_timing(const RequestTiming& timing);
 
   const int listen_fd_, epoll_fd_, wake_fd_;
   ControlService* const service_;
