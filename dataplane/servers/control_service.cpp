@@ -64,6 +64,15 @@ std::string ControlService::handle(std::string_view body) {
 void ControlService::set_target(RulesTarget* target) {
   std::lock_guard lock(target_mu_);
   target_.store(target);
+  if (target != nullptr) had_target_.store(true);
+}
+
+std::string ControlService::no_target_reason(const wire::Request& r) const {
+  if (had_target_.load())
+    return std::string(wire::op_name(r.op)) +
+           ": sluiced is stopping: its workers have stopped and its rules no longer change";
+  return std::string(wire::op_name(r.op)) +
+         ": sluiced is still starting (its dataplane is not up yet): try again in a moment";
 }
 
 std::string ControlService::execute(const wire::Request& r, uint64_t received_ns) {
@@ -100,8 +109,7 @@ std::string ControlService::with_target(const wire::Request& r, uint64_t receive
       return wire::encode_diff_result(r.id, diff_rules(running(), *next), generation);
     }
     case Op::flows_top: {
-      if (target == nullptr)
-        return error(r, wire::ErrorKind::unsupported, "this sluiced does not report flows");
+      if (target == nullptr) return error(r, wire::ErrorKind::runtime, no_target_reason(r));
       auto flows = target->top_flows(r.top);
       if (!flows) return error(r, wire::ErrorKind::runtime, flows.error().message);
       return wire::encode_result(r.id, {{"flows", flows_json(*flows)}});
@@ -118,11 +126,7 @@ std::string ControlService::with_target(const wire::Request& r, uint64_t receive
 
 std::string ControlService::write(const wire::Request& r, RulesTarget* target,
                                   uint64_t received_ns) {
-  if (target == nullptr)
-    return error(r, wire::ErrorKind::unsupported,
-                 std::string(wire::op_name(r.op)) +
-                     ": this sluiced cannot change its rules while it runs (restart it with "
-                     "another --config)");
+  if (target == nullptr) return error(r, wire::ErrorKind::runtime, no_target_reason(r));
   const uint64_t generation = target->generation();
   if (r.expect_generation && *r.expect_generation != generation)
     return error(r, wire::ErrorKind::conflict,

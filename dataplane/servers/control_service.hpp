@@ -5,7 +5,9 @@
 // through RulesTarget. A request that fails anywhere gets an error reply and changes nothing.
 //
 // Without a RulesTarget (null) the service is read-only: it answers the rules it was started
-// with, and refuses writes as unsupported.
+// with, and refuses writes and `flows.top` as `runtime` errors that say why: sluiced serves its
+// socket before its dataplane is up (starting: try again) and after its workers have stopped
+// (stopping), and attaches its target in between.
 #pragma once
 
 #include <atomic>
@@ -26,7 +28,8 @@ namespace sluice {
 class ControlService {
  public:
   ControlService(RulesTarget* target, RuleSet startup_rules)
-      : target_(target), startup_rules_(std::move(startup_rules)) {}
+      : target_(target), had_target_(target != nullptr),
+        startup_rules_(std::move(startup_rules)) {}
 
   // Attaches the running dataplane (null: read-only again). Waits for a request using the
   // previous one to finish, so a target may be destroyed once this returns with null.
@@ -60,7 +63,11 @@ class ControlService {
   std::string write(const wire::Request& r, RulesTarget* target, uint64_t received_ns);
   std::string with_target(const wire::Request& r, uint64_t received_ns);
 
+  // Why there is no target now (target_ null): none was ever attached, or it was detached.
+  std::string no_target_reason(const wire::Request& r) const;
+
   std::atomic<RulesTarget*> target_;
+  std::atomic<bool> had_target_;  // a target was attached once (then null means stopping)
   std::mutex target_mu_;  // held while a request uses the target
   const RuleSet startup_rules_;
   std::shared_ptr<CountersSource> counters() const;

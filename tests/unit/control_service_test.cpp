@@ -246,14 +246,23 @@ TEST_F(Service, ReadsHelloAndFlows) {
   EXPECT_EQ(top["result"]["flows"][0]["key"], "192.0.2.1");
 }
 
-TEST(ReadOnlyService, RefusesWritesAsUnsupportedAndAnswersItsRules) {
+// As sluiced serves its socket while its dataplane starts: writes and flows are refused as
+// "try again", the rules it was started with are answered.
+TEST(ReadOnlyService, RefusesWritesWhileStartingAndAnswersItsRules) {
   ControlService service(nullptr, rules());
   auto reply = wire::decode_reply(service.handle(
       R"({"version":2,"id":1,"op":"rule.del","name":"dns"})"));
   ASSERT_TRUE(reply);
   EXPECT_FALSE(reply->ok);
-  EXPECT_EQ(reply->error.kind, wire::ErrorKind::unsupported);
-  EXPECT_NE(reply->error.message.find("cannot change its rules"), std::string::npos);
+  EXPECT_EQ(reply->error.kind, wire::ErrorKind::runtime);
+  EXPECT_EQ(reply->error.message,
+            "rule.del: sluiced is still starting (its dataplane is not up yet): try again in a "
+            "moment");
+  auto top = wire::decode_reply(service.handle(R"({"version":2,"id":3,"op":"flows.top","count":3})"));
+  ASSERT_TRUE(top);
+  EXPECT_FALSE(top->ok);
+  EXPECT_NE(top->error.message.find("flows.top: sluiced is still starting"), std::string::npos)
+      << top->error.message;
   auto r = wire::decode_reply(service.handle(R"({"version":2,"id":2,"op":"rules"})"));
   ASSERT_TRUE(r && r->ok);
   auto back = load_rules_text(r->result.at("rules").get<std::string>(), "x");
