@@ -18,7 +18,7 @@ _sluiced() {
       _filedir
       return
       ;;
-    --stats-interval | --flows | --mbufs | --mbuf-size | --burst | --metrics | --hash-seed | -l | --lcores | \
+    --stats-interval | --flows | --mbufs | --mbuf-size | --burst | --max-delay | --metrics | --hash-seed | -l | --lcores | \
       -m | --file-prefix | --log-level | -a | --allow)
       return
       ;;
@@ -39,7 +39,7 @@ _sluiced() {
   if ((replay)) || [[ $cword == 1 && $cur == --r* ]]; then
     candidates="--replay --out --report --config --hash-seed --stats"
   elif ((after_eal)); then
-    candidates="--config --report --stats-interval --flows --mbufs --mbuf-size --burst --control --metrics"
+    candidates="--config --report --stats-interval --flows --mbufs --mbuf-size --burst --max-delay --control --metrics"
   else
     candidates="-l --vdev --no-pci --no-huge -m --file-prefix --no-telemetry --huge-dir -a
       --log-level --replay --help --"

@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 
+#include "rate.hpp"
+
 namespace sluice {
 
 namespace {
@@ -49,6 +51,10 @@ const std::vector<OptionSpec>& option_table() {
            ", default 32): a burst is classified and its flow-table lines fetched before any "
            "of it is charged, so larger bursts hide more memory latency with many flows, at "
            "some latency per packet"},
+      {"max-delay", "DURATION", kLive,
+       "the longest max-delay a shaping rule may have, at start or added while sluiced runs: "
+       "the horizon of the workers' timing wheels (1ms-60s, e.g. 2s; default: the start-up "
+       "rules' longest max-delay, at least 100ms). A shaping rule with a longer one is refused"},
       {"control", "SOCK", kLive,
        "serves sluicectl on a Unix socket (mode 0600; its directory is made if missing): "
        "`sluicectl --socket SOCK stats`, `rule list`, ..."},
@@ -256,6 +262,13 @@ Result<CliArgs> parse_live(const std::vector<std::string>& args, const std::stri
     return st.error();
   if (Status st = count("burst", kMaxCliBurst, [&](uint64_t n) { cli.burst = uint16_t(n); }); !st)
     return st.error();
+  if (auto it = opts->values.find("max-delay"); it != opts->values.end()) {
+    auto ns = parse_duration(it->second);
+    if (!ns || *ns < kMinMaxDelayNs || *ns > kMaxMaxDelayNs)
+      return make_error("option '--max-delay': '" + it->second +
+                        "' is not a duration between 1ms and 60s");
+    cli.max_delay_ns = *ns;
+  }
   return cli;
 }
 

@@ -1,6 +1,6 @@
 // Command line of `sluiced` (SPEC §1). Two shapes:
 //   sluiced [EAL args] -- --config RULES.yaml [--report FILE] [--stats-interval S] [--flows N]
-//           [--mbufs N] [--control SOCK] [--metrics HOST:PORT]
+//           [--mbufs N] [--max-delay DURATION] [--control SOCK] [--metrics HOST:PORT]
 //   sluiced --replay IN.pcap --out OUT.pcap --report REPORT.json --config RULES.yaml
 //           [--hash-seed N] [--stats]
 // Parsing only (CLI11): no file is opened here. Options take "--name value" or "--name=value".
@@ -33,7 +33,13 @@ struct CliArgs {
   uint64_t mbufs = 0;              // mbufs in the packet pool (0 = sized from the rings)
   uint32_t mbuf_size = 0;          // data room of each mbuf, bytes (0 = DPDK's default)
   uint16_t burst = 0;              // packets per RX burst, 1..kMaxCliBurst (0 = default 32)
+  uint64_t max_delay_ns = 0;       // shaping horizon (0 = from the start-up rules, >= 100 ms)
 };
+
+// --max-delay's range. The wheels keep 1 us slots up to ~4 s, then coarser ones
+// (live/dataplane.cpp): at 60 s a slot is ~15 us.
+constexpr uint64_t kMinMaxDelayNs = 1'000'000;
+constexpr uint64_t kMaxMaxDelayNs = 60'000'000'000;
 
 // The largest --burst: the pipeline decides at most this many packets at one clock reading.
 constexpr uint16_t kMaxCliBurst = 64;

@@ -45,6 +45,7 @@ int run_live_mode(const sluice::CliArgs& args) {
   opts.mbufs = args.mbufs;
   opts.mbuf_size = args.mbuf_size;
   opts.burst = args.burst;
+  opts.max_delay_ns = args.max_delay_ns;
   if (sluice::Status s = sluice::run_live(opts); !s) {
     std::fprintf(stderr, "sluiced: %s\n", s.error().message.c_str());
     return sluice::exit_code(s.error());

@@ -220,7 +220,7 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
                              duration_text(rs[i].max_delay_ns) + " is beyond the shaping horizon of " +
                              duration_text(ctx.shaping_horizon_ns) +
                              " this dataplane was started with (its timing wheels hold no longer "
-                             "delays; start it with a rule of that max-delay to raise it)");
+                             "delays; sluiced's --max-delay raises it)");
       snap->max_delay_ns = std::max(snap->max_delay_ns, rs[i].max_delay_ns);
     }
   }

@@ -123,11 +123,12 @@ Result<std::unique_ptr<Dataplane>> Dataplane::create(Pipeline& pipeline,
              static_cast<unsigned long long>(max_delay_ns), static_cast<unsigned long long>(slot_ns));
   }
   const size_t wheel_capacity = config.wheel_capacity;
-  // The pool holds mbufs for the wheels only if the start-up rules shape: a pool twice the
-  // size for rules that may never come costs every operator memory. Shaping rules added
-  // later draw their delayed packets from the pool's slack (--mbufs for more; a short pool
-  // shows as rx_nombuf in the report).
-  const size_t pooled_wheel = pipeline.max_delay_ns() == 0 ? 0 : wheel_capacity;
+  // The pool holds mbufs for the wheels only if the start-up rules shape or --max-delay says
+  // shaping rules will come: a pool twice the size for rules that may never come costs every
+  // operator memory. Otherwise shaping rules added later draw their delayed packets from the
+  // pool's slack (--mbufs for more; a short pool shows as rx_nombuf in the report).
+  const size_t pooled_wheel =
+      pipeline.max_delay_ns() == 0 && !config.pool_for_shaping ? 0 : wheel_capacity;
 
   const uint64_t needed = mbufs_needed(*plan, config, lcores->size(), pooled_wheel);
   if (config.mbufs > kMaxPoolMbufs)

@@ -40,6 +40,9 @@ struct DataplaneConfig {
   uint16_t burst = 32;
   size_t tx_buffer_capacity = 1024;  // per worker and TX queue
   size_t wheel_capacity = 8192;      // delayed packets per worker (if any rule shapes)
+  // The default pool holds mbufs for the wheels even when no start-up rule shapes: the
+  // operator said shaping rules will come (sluiced --max-delay).
+  bool pool_for_shaping = false;
   size_t expire_budget = 64;         // flow slots per expire_idle() call (~1 us of work)
   uint64_t expire_interval_ns = 0;   // per worker; 0: Pipeline::expire_interval_ns()
   unsigned mempool_cache = 256;

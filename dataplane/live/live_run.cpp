@@ -47,6 +47,7 @@ Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts) {
   PipelineOptions popts;
   if (opts.flows != 0) popts.default_max_flows = opts.flows;
   popts.hash_seed = opts.hash_seed;
+  popts.shaping_horizon_ns = opts.max_delay_ns;
   if (Status s = check_flow_memory_available(*rules, popts.default_max_flows); !s)
     return make_error(opts.config_path + ": " + s.error().message, s.error().kind);
   // Flow tables are allocated (and their pages written) here, before any packet.
@@ -182,6 +183,7 @@ Status run_live(const LiveOptions& opts) {
   config.mbufs = opts.mbufs;
   if (opts.mbuf_size != 0) config.mbuf_size = opts.mbuf_size;
   if (opts.burst != 0) config.burst = opts.burst;
+  config.pool_for_shaping = opts.max_delay_ns != 0;
   auto dp = Dataplane::create(**pipeline, config);
   if (!dp) return dp.error();
   // What a control server changes the running rules through (SPEC §4), from now until the

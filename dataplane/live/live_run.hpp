@@ -23,6 +23,7 @@ struct LiveOptions {
   uint64_t mbufs = 0;                 // mbuf pool size (0 = sized from the rings)
   uint32_t mbuf_size = 0;             // data room per mbuf (0 = RTE_MBUF_DEFAULT_BUF_SIZE)
   uint16_t burst = 0;                 // packets per RX burst (0 = DataplaneConfig default)
+  uint64_t max_delay_ns = 0;          // shaping horizon (0 = the start-up rules', >= 100 ms)
 };
 
 // On error, the error's kind says which exit code it deserves (result.hpp). Returns once

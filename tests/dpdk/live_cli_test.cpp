@@ -1,5 +1,5 @@
 // sluiced's live-mode options (parsing only): --report, --stats-interval, --flows, --mbufs,
-// --burst.
+// --burst, --max-delay.
 #include <gtest/gtest.h>
 
 #include "cli_args.hpp"
@@ -85,6 +85,28 @@ TEST(LiveCli, BurstTakesOneToSixtyFour) {
   EXPECT_NE(over.error().message.find("'--burst': 65 is not between 1 and 64"), std::string::npos)
       << over.error().message;
   EXPECT_NE(usage_text("sluiced").find("--burst N"), std::string::npos);
+}
+
+TEST(LiveCli, MaxDelayTakesADurationFromOneMillisecondToAMinute) {
+  auto defaults = parse({"--", "--config", "r.yaml"});
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->max_delay_ns, 0u);
+  const std::pair<const char*, uint64_t> good[] = {
+      {"1ms", 1'000'000}, {"250ms", 250'000'000}, {"2s", 2'000'000'000}, {"60s", 60'000'000'000}};
+  for (const auto& [text, ns] : good) {
+    auto a = parse({"--", "--config", "r.yaml", "--max-delay", text});
+    ASSERT_TRUE(a) << text << ": " << a.error().message;
+    EXPECT_EQ(a->max_delay_ns, ns) << text;
+  }
+  for (const char* bad : {"0", "999us", "61s", "2m", "-1s", "soon", "5"}) {
+    auto a = parse({"--", "--config", "r.yaml", "--max-delay", bad});
+    ASSERT_FALSE(a) << bad;
+    EXPECT_EQ(a.error().message, "option '--max-delay': '" + std::string(bad) +
+                                     "' is not a duration between 1ms and 60s");
+  }
+  EXPECT_NE(usage_text("sluiced").find("--max-delay DURATION"), std::string::npos);
+  EXPECT_FALSE(parse({"--replay", "i", "--out", "o", "--report", "r", "--config", "c",
+                      "--max-delay", "1s"}));
 }
 
 TEST(LiveCli, RejectsBadValuesWithTheOptionName) {

@@ -165,6 +165,52 @@ TEST_F(SluicedLive, SluicectlReadsTheRunningDataplaneThroughItsControlSocket) {
   EXPECT_NE(err.find("cannot connect"), std::string::npos) << err;
 }
 
+// sluiced --max-delay: a shaping rule with a longer max-delay than any start-up rule's (none
+// shapes here) comes live through sluicectl; one beyond the option's horizon is refused (exit
+// 1: a valid file this sluiced cannot run) and changes nothing.
+TEST_F(SluicedLive, MaxDelayLetsALongerShapingRuleComeLive) {
+  const char* ctl = std::getenv("SLUICECTL");
+  if (ctl == nullptr) GTEST_SKIP() << "SLUICECTL not set";
+  write("two.yaml", kTwoRules);
+  write("shape-1s.yaml",
+        "rules:\n  - {name: shape, match: {proto: udp}, key: none, rate: 1kpps, burst: 10, "
+        "algorithm: leaky-bucket, max-delay: 1s}\n");
+  write("shape-3s.yaml",
+        "rules:\n  - {name: shape3, match: {proto: udp}, key: none, rate: 1kpps, burst: 10, "
+        "algorithm: leaky-bucket, max-delay: 3s}\n");
+  const std::string sock = path("sluiced.sock");
+  ChildProcess p(live_args({"-l", "0,1", "--vdev", "net_null0"},
+                           {"--config", path("two.yaml"), "--control", sock, "--max-delay", "2s"}));
+  auto sluicectl = [&](std::vector<std::string> args, std::string* out, std::string* err) {
+    args.insert(args.begin(), {ctl, "--socket", sock});
+    ChildProcess c(args);
+    const int code = c.wait_exit(30s);
+    *out = c.out();
+    *err = c.err();
+    return code;
+  };
+  std::string out, err;
+  // Until the dataplane is up, a write is refused as "still starting" (exit 1).
+  int code = 1;
+  for (int i = 0; i < 500 && code != 0; ++i) {
+    code = sluicectl({"rule", "add", path("shape-1s.yaml")}, &out, &err);
+    if (code != 0) {
+      ASSERT_EQ(code, 1) << err;
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  ASSERT_EQ(code, 0) << err << p.err();
+  EXPECT_NE(out.find("+ shape (added)"), std::string::npos) << out;
+  EXPECT_EQ(sluicectl({"rule", "add", path("shape-3s.yaml")}, &out, &err), 1);
+  EXPECT_NE(err.find("max-delay 3s is beyond the shaping horizon of 2s"), std::string::npos)
+      << err;
+  ASSERT_EQ(sluicectl({"rule", "list"}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("shape "), std::string::npos) << out;
+  EXPECT_EQ(out.find("shape3"), std::string::npos) << out;
+  p.signal(SIGINT);
+  ASSERT_EQ(p.wait_exit(30s), 0) << p.err();
+}
+
 // A client of DPDK's telemetry socket (/var/run/dpdk/PREFIX/dpdk_telemetry.v2, one JSON
 // message per request, as dpdk-telemetry.py speaks it).
 class TelemetryClient {

@@ -181,6 +181,41 @@ TEST(RulesSwap, CountersFollowTheRuleWhenOthersMoveAroundIt) {
   EXPECT_EQ(h.rule("first").traffic.pkts(Outcome::matched), 1u);
 }
 
+// sluiced --max-delay: the horizon from the options, above the start-up rules' (none shape
+// here), so a longer shaping rule can come later; beyond it, refused with the option's name.
+TEST(RulesSwap, TheHorizonFromTheOptionsTakesALongerShapingRuleLive) {
+  PipelineOptions o;
+  o.shaping_horizon_ns = 3 * kSec;
+  auto made = Pipeline::create(
+      rules_of("rules:\n  - {name: r, match: {proto: udp}, rate: 10pps, burst: 2}\n"), o);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  Pipeline& p = **made;
+  EXPECT_EQ(p.shaping_horizon_ns(), 3 * kSec);
+  auto ok = p.apply(rules_of("rules:\n  - {name: s, match: {proto: udp}, rate: 10pps, "
+                             "burst: 2, algorithm: leaky-bucket, max-delay: 2s}\n"),
+                    kSec);
+  EXPECT_TRUE(ok.ok()) << ok.error().message;
+  auto refused = p.apply(rules_of("rules:\n  - {name: s, match: {proto: udp}, rate: 10pps, "
+                                  "burst: 2, algorithm: leaky-bucket, max-delay: 4s}\n"),
+                         kSec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("max-delay 4s is beyond the shaping horizon of 3s"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("--max-delay raises it"), std::string::npos);
+  EXPECT_EQ(p.generation(), 1u);
+  // A start-up rule beyond the horizon the options give is refused at creation.
+  o.shaping_horizon_ns = kSec;
+  auto too_long = Pipeline::create(
+      rules_of("rules:\n  - {name: s, match: {proto: udp}, rate: 10pps, burst: 2, "
+               "algorithm: leaky-bucket, max-delay: 2s}\n"),
+      o);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.error().message.find("max-delay 2s is beyond the shaping horizon of 1s"),
+            std::string::npos)
+      << too_long.error().message;
+}
+
 TEST(RulesSwap, AShapingRuleBeyondTheHorizonIsRefusedAndChangesNothing) {
   Harness h("rules:\n  - {name: r, match: {proto: udp}, rate: 0.001pps, burst: 2}\n");
   EXPECT_EQ(h.p->shaping_horizon_ns(), Pipeline::kDefaultShapingHorizonNs);
