@@ -33,9 +33,13 @@ class IntervalIndex {
     while (bits < 16 && bits < kKeyBits && (size_t{1} << bits) < starts_.size()) ++bits;
     // Clustered intervals (a hundred /24s inside one /16, neighbouring port ranges) would fill
     // one bucket and leave the others empty, and every key near them would take the halving:
-    // more buckets, up to 2^16, until none starts more than a few intervals.
-    while (bits < 16 && bits < kKeyBits && most_starts_in_a_bucket(bits) > kCrowdedBucket)
-      ++bits;
+    // more buckets, up to 2^16, until none starts more than a few intervals, or until more
+    // would split no crowded bucket further. A cluster narrower than 2^16 buckets can split
+    // (IPv6 prefixes inside one /32: all in one bucket of 2^16) gains nothing from 65,537
+    // bucket words but their fill, 256 KiB written per field and rules change.
+    const unsigned most_bits = std::min(16u, kKeyBits);
+    const size_t crowded_at_most_bits = starts_in_crowded_buckets(most_bits);
+    while (bits < most_bits && starts_in_crowded_buckets(bits) > crowded_at_most_bits) ++bits;
     shift_ = kKeyBits - bits;
     const size_t nbuckets = size_t{1} << bits;
     // Bucket j holds the last interval starting at or below its first key, j << shift_:
@@ -81,15 +85,21 @@ class IntervalIndex {
   }
 
  private:
-  // With 2^bits buckets, the most interval starts one bucket holds (starts_ is sorted).
-  size_t most_starts_in_a_bucket(unsigned bits) const {
+  // With 2^bits buckets, how many interval starts share a bucket with more than
+  // kCrowdedBucket others (starts_ is sorted). It falls as bits grow, never rises: a start
+  // crowded with more bits is crowded with fewer.
+  size_t starts_in_crowded_buckets(unsigned bits) const {
     const unsigned shift = kKeyBits - bits;
-    size_t most = 1, run = 1;
-    for (size_t i = 1; i < starts_.size(); ++i) {
-      run = (starts_[i] >> shift) == (starts_[i - 1] >> shift) ? run + 1 : 1;
-      most = std::max(most, run);
+    size_t crowded = 0, run = 1;
+    for (size_t i = 1; i <= starts_.size(); ++i) {
+      if (i < starts_.size() && (starts_[i] >> shift) == (starts_[i - 1] >> shift)) {
+        ++run;
+        continue;
+      }
+      if (run > kCrowdedBucket) crowded += run;
+      run = 1;
     }
-    return most;
+    return crowded;
   }
 
   std::vector<Key> starts_;

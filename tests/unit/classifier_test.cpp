@@ -356,6 +356,35 @@ void expect_index_is_the_last_start_at_or_below(std::mt19937_64& rng) {
   }
 }
 
+// Buckets grow while they split crowded ones: 100 IPv4 /24s spread over a /8 take thousands
+// of them (the /8's own 8 bits split nothing), 100 IPv6 /64s inside one /32 a handful (2^16
+// buckets would still leave them all in one: only the fill would grow). Lookups stay exact
+// either way (the test above and below).
+TEST(IntervalIndex, GrowsItsBucketsOnlyWhileThatSplitsCrowdedOnes) {
+  using u128 = unsigned __int128;
+  std::vector<std::pair<uint32_t, uint32_t>> v4{{0, 0}};
+  for (uint32_t i = 1; i <= 100; ++i) v4.emplace_back((10u << 24) | (i * 613u % 65536u) << 8, i);
+  std::sort(v4.begin(), v4.end());
+  IntervalIndex<uint32_t, 32> spread;
+  spread.build(v4);
+  EXPECT_GE(spread.memory_bytes(), (size_t{1} << 12) * 4);
+  for (const auto& [start, value] : v4) EXPECT_EQ(spread.lookup(start + 1), value);
+
+  const u128 base = u128(0x20010db8) << 96;
+  std::vector<std::pair<u128, uint32_t>> v6{{0, 0}};
+  for (uint32_t i = 1; i <= 100; ++i) v6.emplace_back(base | u128(i) << 64, i);
+  IntervalIndex<u128, 128> clustered;
+  clustered.build(v6);
+  EXPECT_LT(clustered.memory_bytes(), size_t{8} << 10);
+  for (uint32_t i = 1; i <= 100; ++i) {
+    EXPECT_EQ(clustered.lookup(base | u128(i) << 64), i);
+    EXPECT_EQ(clustered.lookup((base | u128(i) << 64) + 5), i);
+    EXPECT_EQ(clustered.lookup((base | u128(i) << 64) - 1), i - 1);
+  }
+  EXPECT_EQ(clustered.lookup(~u128(0)), 100u);
+  EXPECT_EQ(clustered.lookup(1), 0u);
+}
+
 TEST(IntervalIndex, LookupIsTheLastStartAtOrBelowClusteredOrNot) {
   std::mt19937_64 rng(13);
   expect_index_is_the_last_start_at_or_below<uint32_t, 32>(rng);
