@@ -33,13 +33,20 @@ class IntervalIndex {
     while (bits < 16 && bits < kKeyBits && (size_t{1} << bits) < starts_.size()) ++bits;
     // Clustered intervals (a hundred /24s inside one /16, neighbouring port ranges) would fill
     // one bucket and leave the others empty, and every key near them would take the halving:
-    // more buckets, up to 2^16, until none starts more than a few intervals, or until more
-    // would split no crowded bucket further. A cluster narrower than 2^16 buckets can split
-    // (IPv6 prefixes inside one /32: all in one bucket of 2^16) gains nothing from 65,537
-    // bucket words but their fill, 256 KiB written per field and rules change.
+    // more buckets, up to 2^16, until none starts more than a few intervals. Past 2^8 buckets
+    // per interval, only while more split a crowded bucket further: for a few intervals in a
+    // cluster narrower than 2^16 buckets can split (IPv6 prefixes inside one /32), 65,537
+    // bucket words bought nothing but their fill, 256 KiB written per field and rules change.
+    // (A key near such a cluster then shares its bucket with the cluster at most once in 2^8.)
     const unsigned most_bits = std::min(16u, kKeyBits);
+    const unsigned plenty_bits = std::min(most_bits, bits + 8);
     const size_t crowded_at_most_bits = starts_in_crowded_buckets(most_bits);
-    while (bits < most_bits && starts_in_crowded_buckets(bits) > crowded_at_most_bits) ++bits;
+    for (;;) {
+      if (bits >= most_bits) break;
+      const size_t crowded = starts_in_crowded_buckets(bits);
+      if (crowded == 0 || (bits >= plenty_bits && crowded == crowded_at_most_bits)) break;
+      ++bits;
+    }
     shift_ = kKeyBits - bits;
     const size_t nbuckets = size_t{1} << bits;
     // Bucket j holds the last interval starting at or below its first key, j << shift_:
