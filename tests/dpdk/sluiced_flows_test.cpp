@@ -62,13 +62,8 @@ TEST_F(SluicedLive, SluicectlFlowsTopNamesTheBusiestSources) {
   const std::string pcap = "net_pcap0,rx_pcap=" + path("in.pcap") + ",infinite_rx=1";
   ChildProcess p(live_args({"-l", "0,1", "--vdev", pcap, "--vdev", "net_null1,no-rx=1"},
                            {"--config", path("rules.yaml"), "--control", sock, "--mbufs", "16383"}));
-  auto sluicectl = [&](std::vector<std::string> args, std::string* out, std::string* e) {
-    args.insert(args.begin(), {ctl, "--socket", sock});
-    ChildProcess c(args);
-    const int code = c.wait_exit(30s);
-    *out = c.out();
-    *e = c.err();
-    return code;
+  auto sluicectl = [&](std::vector<std::string> args, std::string* out, std::string* err) {
+    return SluicedLive::sluicectl(ctl, sock, std::move(args), out, err);
   };
 
   // Once a whole window (1 s) of traffic is behind the worker, its last window has all three.

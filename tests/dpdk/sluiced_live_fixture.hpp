@@ -71,6 +71,18 @@ class SluicedLive : public ::testing::Test {
     return code;
   }
 
+  // `sluicectl` (the binary `ctl`) on the control socket `sock` with `args`: its exit status,
+  // stdout and stderr.
+  static int sluicectl(const char* ctl, const std::string& sock, std::vector<std::string> args,
+                       std::string* out, std::string* err) {
+    args.insert(args.begin(), {ctl, "--socket", sock});
+    ChildProcess c(args);
+    const int code = c.wait_exit(30s);
+    *out = c.out();
+    *err = c.err();
+    return code;
+  }
+
   Json load(const std::string& name) {
     std::ifstream in(path(name));
     std::stringstream text;

@@ -103,12 +103,7 @@ TEST_F(SluicedLive, SluicectlReadsTheRunningDataplaneThroughItsControlSocket) {
   ChildProcess p(live_args({"-l", "0,1", "--vdev", "net_null0"},
                            {"--config", path("two.yaml"), "--control", sock}));
   auto sluicectl = [&](std::vector<std::string> args, std::string* out, std::string* err) {
-    args.insert(args.begin(), {ctl, "--socket", sock});
-    ChildProcess c(args);
-    const int code = c.wait_exit(30s);
-    *out = c.out();
-    *err = c.err();
-    return code;
+    return SluicedLive::sluicectl(ctl, sock, std::move(args), out, err);
   };
 
   // Until the dataplane runs and counts, the command fails or reads zeroes.
@@ -182,12 +177,7 @@ TEST_F(SluicedLive, MaxDelayLetsALongerShapingRuleComeLive) {
   ChildProcess p(live_args({"-l", "0,1", "--vdev", "net_null0"},
                            {"--config", path("two.yaml"), "--control", sock, "--max-delay", "2s"}));
   auto sluicectl = [&](std::vector<std::string> args, std::string* out, std::string* err) {
-    args.insert(args.begin(), {ctl, "--socket", sock});
-    ChildProcess c(args);
-    const int code = c.wait_exit(30s);
-    *out = c.out();
-    *err = c.err();
-    return code;
+    return SluicedLive::sluicectl(ctl, sock, std::move(args), out, err);
   };
   std::string out, err;
   // Until the dataplane is up, a write is refused as "still starting" (exit 1).
