@@ -8,9 +8,9 @@
 #
 # One source sends 3x the rate of rule `flood` (udp dst-port 9, key src-ip, 2 kpps, burst 200)
 # for 4 s. Halfway, while packets arrive:
+#   - `sluicectl stats --watch 0.3 --count 3`: three tables, flood's matched growing;
 #   - `sluicectl stats --json`, 5 times: flood has dropped packets, and every read is a
 #     consistent cut (matched == passed + dropped == conformed + exceeded, packets and bytes);
-#   - `sluicectl stats --watch 0.3 --count 3`: three tables, flood's matched growing;
 #   - GET /metrics inside the netns: flood's drops > 0, and matched == passed + dropped.
 # Before: `sluicectl rule list` shows the running rule. After: REPORT.json counts at least what
 # was read live, and the control socket is gone.
@@ -56,12 +56,15 @@ it_spawn S_PID "$IT_DIR/sender.json" "$IT_DIR/sender.err" $RT ip netns exec "$NS
 sleep $((SECS / 2))
 
 it_log "halfway: reading the running sluiced"
+# --watch first: its tables must fall while traffic flows, and each read below can take half a
+# second in the ASan build beside the real-time sender (five of them once outlasted the 4 s of
+# traffic).
+"$SLUICECTL" --socket "$SOCK" stats --watch 0.3 --count 3 >"$IT_DIR/watch.txt" ||
+  it_fail "sluicectl stats --watch failed"
 for i in 1 2 3 4 5; do
   "$SLUICECTL" --socket "$SOCK" stats --json >"$IT_DIR/live-$i.json" ||
     it_fail "sluicectl stats --json failed"
 done
-"$SLUICECTL" --socket "$SOCK" stats --watch 0.3 --count 3 >"$IT_DIR/watch.txt" ||
-  it_fail "sluicectl stats --watch failed"
 ip netns exec "$NS_DP" python3 -c '
 import sys, urllib.request
 print(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())
