@@ -16,6 +16,7 @@
 #include "live/dataplane.hpp"
 #include "pipeline.hpp"
 #include "rules_loader.hpp"
+#include "sanitizers.hpp"
 
 namespace sluice {
 namespace {
@@ -54,7 +55,14 @@ TEST(FlowScale, TenMillionFlowTableIsWrittenAtCreation) {
               grown >> 20, static_cast<unsigned long long>((kFlows * 32) >> 20));
   // Resident, not just reserved: the value-initialisation wrote every page at start.
   EXPECT_GE(grown, kFlows * 32 * 95 / 100);
-  EXPECT_LE(grown, kFlows * 32 * 110 / 100);
+#ifdef SLUICE_ASAN
+  // Under ASan the table's shadow (a byte per 8) may become resident as the table is written:
+  // on session 21's host +345 MiB, at 5d6d152 as after it.
+  constexpr uint64_t kShadow = kFlows * 32 / 8;
+#else
+  constexpr uint64_t kShadow = 0;
+#endif
+  EXPECT_LE(grown, kFlows * 32 * 110 / 100 + kShadow);
 }
 
 TEST(FlowScale, ExpirySliceBetweenBurstsStaysUnderTenMicroseconds) {
