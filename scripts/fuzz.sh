@@ -56,7 +56,9 @@ max_len() {
 run() {
   local target=$1 seconds=$2
   shift 2
-  if ! targets | grep -qx "$target"; then
+  # Not `targets | grep -qx`: grep -q exits at its match, and under pipefail the SIGPIPE that
+  # the rest of the list then meets made a target that exists "missing" (CI, pcap_reader).
+  if [[ ! -f "$root/tests/fuzz/fuzz_$target.cpp" || "$target" == */* ]]; then
     echo "fuzz.sh: no target '$target' (scripts/fuzz.sh --list)" >&2
     return 2
   fi

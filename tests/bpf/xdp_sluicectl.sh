@@ -9,6 +9,8 @@
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/../integration/lib.sh"
+# grep -q reads sluicectl's output from a here-string, not a pipe: it exits at its match, and
+# under pipefail the writer's SIGPIPE would turn a match into a failure.
 it_init xdp_sluicectl
 it_need_bin SLUICECTL SENDER
 
@@ -56,28 +58,29 @@ Y
   it_fail "a second attach: want exit 1, got $(cat "$IT_DIR/err")"
 grep -q "already attached" "$IT_DIR/err" || it_fail "second attach: $(cat "$IT_DIR/err")"
 
-ctl --xdp "$RX" rule list | grep -q udp9 || it_fail "rule list has no udp9"
-ctl --xdp "$RX" rule show udp9 | grep -q "burst: 5" || it_fail "rule show: $(ctl --xdp "$RX" rule show udp9)"
+grep -q udp9 <<<"$(ctl --xdp "$RX" rule list)" || it_fail "rule list has no udp9"
+grep -q "burst: 5" <<<"$(ctl --xdp "$RX" rule show udp9)" || it_fail "rule show: $(ctl --xdp "$RX" rule show udp9)"
 
 send 40
 [ "$(matched udp9)" = 40 ] || it_fail "stats: udp9 matched $(matched udp9), sent 40"
 
 # A burst raise keeps the bucket (empty after 40 frames): the next frames are refused still.
 ctl --xdp "$RX" rule set udp9 --burst 50 >/dev/null || it_fail "rule set"
-ctl --xdp "$RX" rule show udp9 | grep -q "burst: 50" || it_fail "rule set did not take"
+grep -q "burst: 50" <<<"$(ctl --xdp "$RX" rule show udp9)" || it_fail "rule set did not take"
 [ "$(matched udp9)" = 40 ] || it_fail "rule set lost udp9's counters"
 
 ctl --xdp "$RX" rule add "$IT_DIR/extra.yaml" >/dev/null || it_fail "rule add"
-ctl --xdp "$RX" rule list | grep -q tcp80 || it_fail "rule add: no tcp80"
+grep -q tcp80 <<<"$(ctl --xdp "$RX" rule list)" || it_fail "rule add: no tcp80"
 ctl --xdp "$RX" rule del tcp80 >/dev/null || it_fail "rule del"
-if ctl --xdp "$RX" rule list | grep -q tcp80; then it_fail "rule del: tcp80 still there"; fi
+list=$(ctl --xdp "$RX" rule list) || it_fail "rule list after rule del"
+if grep -q tcp80 <<<"$list"; then it_fail "rule del: tcp80 still there"; fi
 
 ctl --xdp "$RX" config save "$IT_DIR/saved.yaml" >/dev/null || it_fail "config save"
 "$SLUICECTL" config check "$IT_DIR/saved.yaml" >/dev/null || it_fail "config check of the saved file"
-ctl --xdp "$RX" config diff "$IT_DIR/next.yaml" | grep -q "+ dns" ||
+grep -q "+ dns" <<<"$(ctl --xdp "$RX" config diff "$IT_DIR/next.yaml")" ||
   it_fail "config diff: $(ctl --xdp "$RX" config diff "$IT_DIR/next.yaml")"
 ctl --xdp "$RX" config load "$IT_DIR/next.yaml" >/dev/null || it_fail "config load"
-ctl --xdp "$RX" rule list | grep -q dns || it_fail "config load: no dns"
+grep -q dns <<<"$(ctl --xdp "$RX" rule list)" || it_fail "config load: no dns"
 [ "$(matched udp9)" = 40 ] || it_fail "config load lost udp9's counters (state identity kept)"
 
 # flows top: two sources at 2000 and 200 pps while the table is read twice; the busier first.
