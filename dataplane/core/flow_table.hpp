@@ -8,18 +8,21 @@
 // that has two free slots, else in the emptier of the two (~2% of flows at full capacity end up
 // in their second set), so lookups almost always read just the prefetched first set; new flows
 // and flows in their second set read a second tag line. The whole table is one anonymous
-// mapping made in the constructor and never resized; nothing in the hot path allocates, so a
-// flood of new flows degrades to eviction / no_slot, never to more than `capacity` (SPEC §6).
+// mapping (a small one: zeroed heap memory) made in the constructor and never resized; nothing
+// in the hot path allocates, so a flood of new flows degrades to eviction / no_slot, never to
+// more than `capacity` (SPEC §6).
 //
-// Memory follows use for tables under kHugePageTableBytes (16 MB: ~500k flows): the mapping
-// is reserved (MAP_NORESERVE) but not written, so the kernel backs a 4 KB page only when a
-// flow is first created in it (a zero-filled page fault, once per page, bounded by the table's
-// size), and a table no packet ever touched costs no memory: 10,000 keyed rules of the default
-// 65,536 flows reserve ~20 GB of address space and start with next to nothing resident. They
-// stay off huge pages, so a lightly used table holds a few 4 KB pages, not 2 MB. Larger tables
-// are on transparent huge pages where the kernel allows (a 1M-flow table on 4 KB pages costs a
-// TLB miss per packet) and are written at creation, as sized on purpose: a 2 MB fault on the
-// first packets would stall a worker. The expiry sweep skips an empty table without reading it.
+// Memory follows use for tables above kHeapTableBytes (16 KB) and under kHugePageTableBytes
+// (16 MB: ~500k flows): the mapping is reserved (MAP_NORESERVE) but not written, so the kernel
+// backs a 4 KB page only when a flow is first created in it (a zero-filled page fault, once per
+// page, bounded by the table's size), and a table no packet ever touched costs no memory:
+// 10,000 keyed rules of the default 65,536 flows reserve ~20 GB of address space and start
+// with next to nothing resident. They stay off huge pages, so a lightly used table holds a few
+// 4 KB pages, not 2 MB. Larger tables are on transparent huge pages where the kernel allows (a
+// 1M-flow table on 4 KB pages costs a TLB miss per packet) and are written at creation, as
+// sized on purpose: a 2 MB fault on the first packets would stall a worker. Smaller ones are
+// resident from the start (at most 4 pages each: what a few flows would back anyway). The
+// expiry sweep skips an empty table without reading it.
 //
 // Memory: the table has kSlack = 2 slots per flow of capacity. With a second choice for the
 // overflow of 8-way sets at half load, both of a new flow's sets are full essentially never
@@ -198,6 +201,9 @@ class FlowTable {
   static std::string totals_line();
   // Tables at least this big are asked for transparent huge pages.
   static constexpr size_t kHugePageTableBytes = size_t{16} << 20;
+  // Tables at most this big (4 pages: 512 flows of one state word, 340 of two) are zeroed
+  // heap memory, resident from the start, not a mapping of their own.
+  static constexpr size_t kHeapTableBytes = size_t{16} << 10;
   unsigned state_words() const { return state_words_; }
 
   // Introspection (tests, diagnostics). Slot i is way i % kWays of set i / kWays.
@@ -298,6 +304,8 @@ class FlowTable {
   FlowTable() = default;  // create() fills it in
   // Reserves the table's memory for capacity_ and state_words_; sets the ticks.
   Status map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns, unsigned slots_per_flow);
+  // Takes the zeroed sets at base as the table's and counts it in totals().
+  Status adopt(uintptr_t base);
   Claim claim(size_t first, size_t second, uint64_t fp, uint32_t tick);
   // find_or_insert() past its first set: the second set, then a claim.
   template <class Init>
@@ -326,6 +334,7 @@ class FlowTable {
   unsigned stride_words_ = 0;  // words per set: kWays tags + kWays * state_words_
   unsigned tick_shift_ = kTickShift;
   bool single_writer_ = false;
+  bool on_heap_ = false;  // mapping_ is from aligned_alloc (a small table), not mmap
   uint32_t expire_ticks_ = 0;  // idle ticks at which a flow is certainly expired
   uint32_t evict_ticks_ = 0;   // idle ticks at which a flow may certainly be evicted
   uint32_t protect_ticks_ = 0;  // idle ticks at which a flow seen twice is on probation again
