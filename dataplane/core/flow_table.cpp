@@ -116,7 +116,6 @@ FlowTable::FlowTable(FlowTable&& o) noexcept
       stride_words_(o.stride_words_),
       tick_shift_(o.tick_shift_),
       single_writer_(o.single_writer_),
-      on_heap_(o.on_heap_),
       expire_ticks_(o.expire_ticks_),
       evict_ticks_(o.evict_ticks_),
       protect_ticks_(o.protect_ticks_),
@@ -143,7 +142,7 @@ Status FlowTable::map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns,
     // A few pages at most, zeroed from the heap: a mapping of its own would cost two system
     // calls, a page fault per page and a TLB shootdown at the end, for memory that a flow or
     // two would back anyway (the pipeline fuzzer builds up to 140 such tables per input; their
-    // mmap/munmap were ~20% of its time). bytes is a multiple of a set, so of 64.
+    // mappings took ~15% of its wall time). bytes is a multiple of a set, so of 64.
     void* m = std::aligned_alloc(64, bytes);
     if (m == nullptr)
       return make_error("flow table of " + std::to_string(capacity_) + " flows: cannot allocate " +
@@ -151,8 +150,8 @@ Status FlowTable::map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns,
     std::memset(m, 0, bytes);
     mapping_ = m;
     mapping_bytes_ = bytes;
-    on_heap_ = true;
-    return adopt(reinterpret_cast<uintptr_t>(m));
+    adopt(reinterpret_cast<uintptr_t>(m));
+    return Ok{};
   }
   // Anonymous memory, reserved but not written (see the header: pages are backed on first
   // use), 2 MB aligned when it is to be on huge pages.
@@ -178,7 +177,7 @@ Status FlowTable::map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns,
   static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t) &&
                 std::atomic<uint64_t>::is_always_lock_free &&
                 std::is_trivially_destructible_v<std::atomic<uint64_t>>);
-  const Status adopted = adopt(base);
+  adopt(base);
   // A huge-page table is written now, a word per 4 KB, as it always was: its 2 MB page faults
   // (each zeroing 2 MB) would stall a worker for ~100 us on the first packets, and a table
   // that large is sized on purpose (`--flows`, max-flows), so it is committed at start.
@@ -186,21 +185,20 @@ Status FlowTable::map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns,
     for (size_t w = 0; w < nsets_ * stride_words_; w += 4096 / sizeof(uint64_t))
       sets_[w].store(0, std::memory_order_relaxed);
   }
-  return adopted;
+  return Ok{};
 }
 
-Status FlowTable::adopt(uintptr_t base) {
+void FlowTable::adopt(uintptr_t base) {
   sets_ = reinterpret_cast<std::atomic<uint64_t>*>(base);
   used_sets_ = std::make_unique<std::atomic<uint64_t>[]>((nsets_ + 63) / 64);  // all 0
   g_tables.fetch_add(1, std::memory_order_relaxed);
   g_capacity.fetch_add(capacity_, std::memory_order_relaxed);
   g_reserved.fetch_add(mapping_bytes_, std::memory_order_relaxed);
-  return Ok{};
 }
 
 FlowTable::~FlowTable() {
   if (!mapping_) return;
-  if (on_heap_) std::free(mapping_);
+  if (on_heap()) std::free(mapping_);
   else munmap(mapping_, mapping_bytes_);
   g_tables.fetch_sub(1, std::memory_order_relaxed);
   g_capacity.fetch_sub(capacity_, std::memory_order_relaxed);
@@ -208,7 +206,7 @@ FlowTable::~FlowTable() {
 }
 
 size_t FlowTable::resident_bytes() const {
-  if (on_heap_) return mapping_bytes_;  // zeroed, so written, at creation
+  if (on_heap()) return mapping_bytes_;  // zeroed, so written, at creation
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   std::vector<unsigned char> in_core((mapping_bytes_ + page - 1) / page);
   if (mincore(mapping_, mapping_bytes_, in_core.data()) != 0) return 0;

@@ -305,7 +305,9 @@ class FlowTable {
   // Reserves the table's memory for capacity_ and state_words_; sets the ticks.
   Status map(uint64_t idle_timeout_ns, uint64_t min_evict_idle_ns, unsigned slots_per_flow);
   // Takes the zeroed sets at base as the table's and counts it in totals().
-  Status adopt(uintptr_t base);
+  void adopt(uintptr_t base);
+  // mapping_ is from aligned_alloc, not mmap: only a small table's mapping_bytes_ are this few.
+  bool on_heap() const { return mapping_bytes_ <= kHeapTableBytes; }
   Claim claim(size_t first, size_t second, uint64_t fp, uint32_t tick);
   // find_or_insert() past its first set: the second set, then a claim.
   template <class Init>
@@ -334,7 +336,6 @@ class FlowTable {
   unsigned stride_words_ = 0;  // words per set: kWays tags + kWays * state_words_
   unsigned tick_shift_ = kTickShift;
   bool single_writer_ = false;
-  bool on_heap_ = false;  // mapping_ is from aligned_alloc (a small table), not mmap
   uint32_t expire_ticks_ = 0;  // idle ticks at which a flow is certainly expired
   uint32_t evict_ticks_ = 0;   // idle ticks at which a flow may certainly be evicted
   uint32_t protect_ticks_ = 0;  // idle ticks at which a flow seen twice is on probation again
