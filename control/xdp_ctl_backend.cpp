@@ -79,6 +79,10 @@ Result<RulesDiff> XdpCtlBackend::diff_config(const std::string& text,
                                              const std::string& filename) {
   auto next = load_rules_text(text, filename);
   if (!next) return Result<RulesDiff>(with_kind(next.error(), ErrorKind::invalid_input));
+  // Refused as load_config() would refuse it (apply()'s kind): a dry run must not say a load
+  // would change what the program then refuses to run.
+  if (Status s = be_->check_rules(*next); !s)
+    return Result<RulesDiff>(with_kind(s.error(), ErrorKind::invalid_input));
   return diff_rules(be_->rules(), *next);
 }
 

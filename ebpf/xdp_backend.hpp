@@ -27,6 +27,7 @@ class XdpBackend {
   XdpBackend& operator=(const XdpBackend&) = delete;
 
   Status set_rules(const RuleSet& rules) { return prog_->set_rules(rules); }
+  Status check_rules(const RuleSet& rules) const { return prog_->check_rules(rules); }
   Result<WorkerCounters> counters() const { return prog_->counters(); }
   const RuleSet& rules() const { return prog_->rules(); }
   uint64_t generation() const { return prog_->generation(); }

@@ -194,13 +194,24 @@ static void wait_for_readers() {
   if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) usleep(10000);
 }
 
+static Status check_rules_text_size(const std::string& yaml) {
+  if (yaml.size() > SL_XDP_RULES_TEXT_MAX)
+    return make_error("the rules file is too large for the XDP backend (over 1 MiB as YAML)");
+  return Ok{};
+}
+
+Status XdpProgram::check_rules(const RuleSet& rules) const {
+  auto compiled = compile_xdp_rules(rules, opts_.stale_read_tolerance_ns);
+  if (!compiled) return compiled.error();
+  return check_rules_text_size(dump_rules_yaml(rules));
+}
+
 Status XdpProgram::set_rules(const RuleSet& rules) {
   auto compiled = compile_xdp_rules(rules, opts_.stale_read_tolerance_ns);
   if (!compiled) return compiled.error();
   auto text = std::make_unique<sl_rules_text>();
   const std::string yaml = dump_rules_yaml(rules);
-  if (yaml.size() > SL_XDP_RULES_TEXT_MAX)
-    return make_error("the rules file is too large for the XDP backend (over 1 MiB as YAML)");
+  if (Status s = check_rules_text_size(yaml); !s) return s;
   text->len = uint32_t(yaml.size());
   std::memcpy(text->text, yaml.data(), yaml.size());
   auto cfg = read_config();

@@ -54,6 +54,9 @@ class XdpProgram {
   // and counters; a new rate, burst or limit carries its tokens, capped at the new burst; new
   // rules start full. Refuses what compile_xdp_rules() refuses and then changes nothing.
   Status set_rules(const RuleSet& rules);
+  // What set_rules(rules) would refuse before it writes anything (a rule the program cannot
+  // run, a set too large for its maps), found without writing: the dry run of `config diff`.
+  Status check_rules(const RuleSet& rules) const;
 
   // The rule set running now (empty before the first set_rules).
   const RuleSet& rules() const { return rules_; }

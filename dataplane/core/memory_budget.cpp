@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <iterator>
+#include <string>
 
 #include "flow_table.hpp"
 
@@ -82,13 +83,88 @@ std::optional<uint64_t> parse_mem_available(std::string_view meminfo) {
   return std::nullopt;
 }
 
-Status check_flow_memory_available(const RuleSet& rules, uint64_t default_max_flows) {
-  std::FILE* f = std::fopen("/proc/meminfo", "re");
-  if (f == nullptr) return Ok{};
+namespace {
+
+// A whole small file, or nullopt.
+std::optional<std::string> read_small_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "re");
+  if (f == nullptr) return std::nullopt;
   char buf[8192];
-  size_t n = std::fread(buf, 1, sizeof buf, f);
+  const size_t n = std::fread(buf, 1, sizeof buf, f);
   std::fclose(f);
-  std::optional<uint64_t> available = parse_mem_available(std::string_view(buf, n));
+  return std::string(buf, n);
+}
+
+// A cgroup file holding one number ("max": no limit, nullopt as unreadable).
+std::optional<uint64_t> read_number_file(const std::string& path) {
+  auto text = read_small_file(path);
+  if (!text) return std::nullopt;
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+  if (ec != std::errc() || ptr == text->data()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<uint64_t> cgroup_memory_headroom(std::string_view proc_self_cgroup,
+                                               const std::string& root) {
+  // "ID:CONTROLLERS:PATH" per hierarchy; v2's line is "0::PATH".
+  std::string dir, limit_file, usage_file;
+  for (size_t at = 0; at < proc_self_cgroup.size();) {
+    size_t end = proc_self_cgroup.find('\n', at);
+    if (end == std::string_view::npos) end = proc_self_cgroup.size();
+    const std::string_view line = proc_self_cgroup.substr(at, end - at);
+    at = end + 1;
+    const size_t c1 = line.find(':');
+    const size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string_view::npos) continue;
+    const std::string_view controllers = line.substr(c1 + 1, c2 - c1 - 1);
+    const std::string_view path = line.substr(c2 + 1);
+    bool memory_v1 = false;
+    for (size_t p = 0; p <= controllers.size();) {
+      size_t comma = controllers.find(',', p);
+      if (comma == std::string_view::npos) comma = controllers.size();
+      memory_v1 = memory_v1 || controllers.substr(p, comma - p) == "memory";
+      p = comma + 1;
+    }
+    if (memory_v1) {
+      dir = root + "/memory" + std::string(path);
+      limit_file = "memory.limit_in_bytes", usage_file = "memory.usage_in_bytes";
+      break;  // the v1 memory controller, where it is mounted, is the one that limits
+    }
+    if (controllers.empty() && line.substr(0, c1) == "0") {
+      dir = root + std::string(path);
+      limit_file = "memory.max", usage_file = "memory.current";
+    }
+  }
+  if (dir.empty()) return std::nullopt;
+  std::optional<uint64_t> least;
+  for (;;) {  // this cgroup, then each parent up to the mount point
+    const auto limit = read_number_file(dir + "/" + limit_file);
+    const auto usage = read_number_file(dir + "/" + usage_file);
+    if (limit && usage) {
+      const uint64_t headroom = *limit > *usage ? *limit - *usage : 0;
+      least = least ? std::min(*least, headroom) : headroom;
+    }
+    const size_t slash = dir.rfind('/');
+    if (dir.size() <= root.size() || slash == std::string::npos || slash < root.size()) break;
+    dir.resize(slash);
+  }
+  return least;
+}
+
+std::optional<uint64_t> memory_available_now() {
+  std::optional<uint64_t> available;
+  if (auto meminfo = read_small_file("/proc/meminfo")) available = parse_mem_available(*meminfo);
+  std::optional<uint64_t> headroom;
+  if (auto cgroup = read_small_file("/proc/self/cgroup")) headroom = cgroup_memory_headroom(*cgroup);
+  if (available && headroom) return std::min(*available, *headroom);
+  return available ? available : headroom;
+}
+
+Status check_flow_memory_available(const RuleSet& rules, uint64_t default_max_flows) {
+  std::optional<uint64_t> available = memory_available_now();
   if (!available) return Ok{};
   return check_flow_memory(rules, default_max_flows, *available);
 }

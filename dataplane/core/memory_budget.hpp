@@ -37,8 +37,22 @@ Status check_flow_memory(const RuleSet& rules, uint64_t default_max_flows,
 // MemAvailable from the text of /proc/meminfo, in bytes; nullopt if it has none.
 std::optional<uint64_t> parse_mem_available(std::string_view meminfo);
 
-// check_flow_memory against this machine's MemAvailable (read now); Ok when /proc/meminfo
-// cannot be read, since then there is nothing to compare with.
+// How much more memory the cgroups of a process let it have: the least, over its cgroup and
+// every ancestor, of limit - usage. `proc_self_cgroup` is the text of /proc/self/cgroup and
+// `root` where the cgroup file systems are mounted: cgroup v1's memory controller
+// (ROOT/memory/PATH/memory.limit_in_bytes, memory.usage_in_bytes) if a line names it, else
+// v2 (ROOT/PATH/memory.max, memory.current). nullopt when no level sets a limit it can read.
+// (A container's limit is not in MemAvailable, which is the host's: the kernel kills a process
+// that goes past it, whatever the machine has free.)
+std::optional<uint64_t> cgroup_memory_headroom(std::string_view proc_self_cgroup,
+                                               const std::string& root = "/sys/fs/cgroup");
+
+// What this process can still allocate now: MemAvailable, or less where a cgroup limit leaves
+// less; nullopt when neither can be read.
+std::optional<uint64_t> memory_available_now();
+
+// check_flow_memory against memory_available_now(); Ok when it is unknown, since then there
+// is nothing to compare with.
 Status check_flow_memory_available(const RuleSet& rules, uint64_t default_max_flows);
 
 }  // namespace sluice

@@ -114,6 +114,12 @@ void Pipeline::set_single_writer(bool single_writer) {
 
 void Pipeline::set_grace_period(GracePeriod* grace) { impl_->grace = grace; }
 
+Status Pipeline::check(const RuleSet& next) const {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  return check_snapshot(next, *m.owned, m.context());
+}
+
 Result<RulesDiff> Pipeline::apply(RuleSet next, uint64_t now_ns) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);

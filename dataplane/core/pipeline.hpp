@@ -14,6 +14,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,6 +48,11 @@ struct PipelineOptions {
   // dataplane sizes its timing wheels for it once. 0: the start-up set's longest max-delay,
   // but at least kDefaultShapingHorizonNs. apply() refuses a rule beyond it.
   uint64_t shaping_horizon_ns = 0;
+  // How much memory new flow tables may still take (memory_budget.hpp's
+  // memory_available_now() for a live dataplane): asked before any table is allocated, by
+  // create() and by every apply() for the tables of the rules that take a new state, which are
+  // refused with both figures when they need more. Empty, or nullopt from it: not checked.
+  std::function<std::optional<uint64_t>()> memory_available;
 
   // As `sluiced --replay` runs: one thread and the capture's clock, so no stale readers and
   // plain stores. Tests that compare another backend with replay build their pipeline so.
@@ -119,6 +126,10 @@ class Pipeline {
   // removed rules are freed. An error (a max-delay beyond the
   // shaping horizon, a profile out of range, memory) changes nothing. Serialised.
   Result<RulesDiff> apply(RuleSet next, uint64_t now_ns);
+
+  // The error apply(next) would return, found without applying or allocating anything: the
+  // dry run behind `config diff`. (Memory is asked for now; apply() asks again.)
+  Status check(const RuleSet& next) const;
 
   // How the running snapshot spread (diagnostics, the apply-latency test): how many workers
   // (counters) entered it, and how long after the time apply() was given the last of them

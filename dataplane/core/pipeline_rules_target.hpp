@@ -23,6 +23,7 @@ class PipelineRulesTarget final : public RulesTarget {
   RuleSet rules() const override { return pipeline_.rules_copy(); }
   uint64_t generation() const override { return pipeline_.generation(); }
   Result<RulesDiff> apply(RuleSet next) override { return pipeline_.apply(std::move(next), now_ns_()); }
+  Status check(const RuleSet& next) const override { return pipeline_.check(next); }
   Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) override {
     if (flows_ == nullptr)
       return make_error("flows top is not available here (nothing samples this pipeline's flows)");

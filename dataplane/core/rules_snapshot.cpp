@@ -10,6 +10,7 @@
 #include "bucket_convert.hpp"
 #include "sleep_backoff.hpp"
 #include "limiter_profile.hpp"
+#include "memory_budget.hpp"
 #include "rules_diff.hpp"
 #include "rules_snapshot_build.hpp"
 
@@ -171,9 +172,93 @@ Status compile_profile(const Rule& r, RuleProfiles& p) {
   return make_error("unknown algorithm");
 }
 
+namespace {
+
+// Compiles rule i of `rs` into `cr` (its profiles, parent chain, sharing and key) and raises
+// *max_delay_ns to a shaping rule's max-delay. Refuses what the dataplane cannot run: a profile
+// the bucket arithmetic cannot hold, a parent chain deeper than kMaxChain, a max-delay beyond
+// the shaping horizon. Nothing but `cr` and *max_delay_ns changes.
+Status compile_rule(const std::vector<Rule>& rs, size_t i, const RulesSnapshot* prev, int prev_at,
+                    const SnapshotContext& ctx, CompiledRule& cr, uint64_t* max_delay_ns) {
+  const PipelineOptions& opts = *ctx.opts;
+  cr.rule = &rs[i];
+  cr.sharing = ctx.single_writer ? Sharing::single_writer : Sharing::shared;
+  cr.hash_fn = flow_hash_fn(rs[i].key);
+  cr.key_mode = rs[i].key;
+  cr.key_prefix_len = rs[i].key_prefix_len;
+  cr.cost_in_packets = rs[i].cost_unit() == CostUnit::packets;
+  cr.overhead_bytes = rs[i].overhead_bytes;
+  if (prev_at >= 0 && same_profile_fields(prev->rules.rules[size_t(prev_at)], rs[i])) {
+    // Compiled before from the same fields, with the same options.
+    cr.p = prev->compiled[size_t(prev_at)].p;
+  } else {
+    if (Status s = compile_profile(rs[i], cr.p); !s)
+      return invalid_input("rule \"" + rs[i].name + "\": " + s.error().message);
+    for (sl_rate_profile* p : {&cr.p.rate, &cr.p.shaper.rate, &cr.p.meter.committed, &cr.p.meter.peak})
+      set_stale_read_tolerance(*p, opts.stale_read_tolerance_ns);
+  }
+  for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
+    if (cr.chain_len == kMaxChain)
+      return invalid_input("rule \"" + rs[i].name + "\": parent chain deeper than " +
+                           std::to_string(kMaxChain));
+    cr.chain[cr.chain_len++] = at;
+  }
+  if (rs[i].algorithm == Algorithm::leaky_bucket) {
+    if (ctx.shaping_horizon_ns != 0 && rs[i].max_delay_ns > ctx.shaping_horizon_ns)
+      return invalid_input("rule \"" + rs[i].name + "\": max-delay " +
+                           duration_text(rs[i].max_delay_ns) + " is beyond the shaping horizon of " +
+                           duration_text(ctx.shaping_horizon_ns) +
+                           " this dataplane was started with (its timing wheels hold no longer "
+                           "delays; sluiced's --max-delay raises it)");
+    *max_delay_ns = std::max(*max_delay_ns, rs[i].max_delay_ns);
+  }
+  return Ok{};
+}
+
+// Whether rule i keeps the state of the rule at prev_at of `prev` (-1: none there).
+bool keeps_state(const std::vector<Rule>& rs, size_t i, const RulesSnapshot* prev, int prev_at) {
+  return prev_at >= 0 && same_state_identity(prev->rules.rules[size_t(prev_at)], rs[i]);
+}
+
+// Refuses, before any is allocated, the flow tables of the rules that take a new state when
+// they need more memory than ctx's memory_available says there is (kept states need none).
+Status check_new_table_memory(const std::vector<Rule>& rs, const RulesSnapshot* prev,
+                              const std::vector<int>& prev_at, const SnapshotContext& ctx) {
+  const PipelineOptions& opts = *ctx.opts;
+  if (!opts.memory_available) return Ok{};
+  RuleSet fresh;
+  for (size_t i = 0; i < rs.size(); ++i)
+    if (!keeps_state(rs, i, prev, prev_at[i])) fresh.rules.push_back(rs[i]);
+  if (flow_table_memory(fresh, opts.default_max_flows).bytes == 0) return Ok{};
+  const std::optional<uint64_t> available = opts.memory_available();
+  if (!available) return Ok{};
+  return check_flow_memory(fresh, opts.default_max_flows, *available);
+}
+
+Status check_tolerance(const PipelineOptions& opts) {
+  if (opts.stale_read_tolerance_ns > kMaxDelayNs)
+    return invalid_input("stale-read tolerance must be at most 60 s");
+  return Ok{};
+}
+
+}  // namespace
+
+Status check_snapshot(const RuleSet& rules, const RulesSnapshot& prev, const SnapshotContext& ctx) {
+  if (Status s = check_tolerance(*ctx.opts); !s) return s;
+  const std::vector<int> prev_at = positions_by_name(prev.rules, rules);
+  uint64_t max_delay_ns = 0;
+  for (size_t i = 0; i < rules.rules.size(); ++i) {
+    CompiledRule scratch;
+    if (Status s = compile_rule(rules.rules, i, &prev, prev_at[i], ctx, scratch, &max_delay_ns); !s)
+      return s;
+  }
+  return check_new_table_memory(rules.rules, &prev, prev_at, ctx);
+}
+
 Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     RuleSet rules, const RulesSnapshot* prev, SnapshotContext& ctx,
     std::vector<std::shared_ptr<RetiredRule>>* retired) {
+  if (Status s = check_tolerance(*ctx.opts); !s) return s.error();
   const bool same_matches =
       prev != nullptr && prev->rules.rules.size() == rules.rules.size() &&
       std::equal(rules.rules.begin(), rules.rules.end(), prev->rules.rules.begin(),
@@ -181,49 +266,16 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
   auto snap = same_matches ? std::make_unique<RulesSnapshot>(std::move(rules), prev->classifier)
                            : std::make_unique<RulesSnapshot>(std::move(rules));
   const auto& rs = snap->rules.rules;
-  const PipelineOptions& opts = *ctx.opts;
-  if (opts.stale_read_tolerance_ns > kMaxDelayNs)
-    return invalid_input("stale-read tolerance must be at most 60 s");
   snap->compiled.resize(rs.size());
   snap->states.reserve(rs.size());
   // Each rule's place in `prev`, by name (-1: new).
   const std::vector<int> prev_at =
       prev ? positions_by_name(prev->rules, snap->rules) : std::vector<int>(rs.size(), -1);
   // Compile everything first: an error here must leave no state behind.
-  for (size_t i = 0; i < rs.size(); ++i) {
-    CompiledRule& cr = snap->compiled[i];
-    cr.rule = &rs[i];
-    cr.sharing = ctx.single_writer ? Sharing::single_writer : Sharing::shared;
-    cr.hash_fn = flow_hash_fn(rs[i].key);
-    cr.key_mode = rs[i].key;
-    cr.key_prefix_len = rs[i].key_prefix_len;
-    cr.cost_in_packets = rs[i].cost_unit() == CostUnit::packets;
-    cr.overhead_bytes = rs[i].overhead_bytes;
-    if (prev_at[i] >= 0 && same_profile_fields(prev->rules.rules[size_t(prev_at[i])], rs[i])) {
-      // Compiled before from the same fields, with the same options.
-      cr.p = prev->compiled[size_t(prev_at[i])].p;
-    } else {
-      if (Status s = compile_profile(rs[i], cr.p); !s)
-        return invalid_input("rule \"" + rs[i].name + "\": " + s.error().message);
-      for (sl_rate_profile* p : {&cr.p.rate, &cr.p.shaper.rate, &cr.p.meter.committed, &cr.p.meter.peak})
-        set_stale_read_tolerance(*p, opts.stale_read_tolerance_ns);
-    }
-    for (int at = int(i); at >= 0; at = rs[size_t(at)].parent_index) {
-      if (cr.chain_len == kMaxChain)
-        return invalid_input("rule \"" + rs[i].name + "\": parent chain deeper than " +
-                             std::to_string(kMaxChain));
-      cr.chain[cr.chain_len++] = at;
-    }
-    if (rs[i].algorithm == Algorithm::leaky_bucket) {
-      if (ctx.shaping_horizon_ns != 0 && rs[i].max_delay_ns > ctx.shaping_horizon_ns)
-        return invalid_input("rule \"" + rs[i].name + "\": max-delay " +
-                             duration_text(rs[i].max_delay_ns) + " is beyond the shaping horizon of " +
-                             duration_text(ctx.shaping_horizon_ns) +
-                             " this dataplane was started with (its timing wheels hold no longer "
-                             "delays; sluiced's --max-delay raises it)");
-      snap->max_delay_ns = std::max(snap->max_delay_ns, rs[i].max_delay_ns);
-    }
-  }
+  for (size_t i = 0; i < rs.size(); ++i)
+    if (Status s = compile_rule(rs, i, prev, prev_at[i], ctx, snap->compiled[i], &snap->max_delay_ns); !s)
+      return s.error();
+  if (Status s = check_new_table_memory(rs, prev, prev_at, ctx); !s) return s.error();
 
   // States: kept by name and identity, or new. New ones take counter slots, given back if
   // anything below fails.
@@ -233,14 +285,12 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
   for (size_t i = 0; i < rs.size(); ++i) {
     CompiledRule& cr = snap->compiled[i];
     std::shared_ptr<RuleState> st;
-    if (prev_at[i] >= 0) {
+    if (keeps_state(rs, i, prev, prev_at[i])) {
       const size_t j = size_t(prev_at[i]);
-      if (same_state_identity(prev->rules.rules[j], rs[i])) {
-        st = prev->states[j];
-        prev_kept[j] = true;
-        if (profile_changed(rs[i].algorithm, prev->compiled[j].p, cr.p))
-          snap->conversions.push_back({i, prev->compiled[j].p});
-      }
+      st = prev->states[j];
+      prev_kept[j] = true;
+      if (profile_changed(rs[i].algorithm, prev->compiled[j].p, cr.p))
+        snap->conversions.push_back({i, prev->compiled[j].p});
     }
     if (!st) {
       auto made = new_state(rs[i], ctx);

@@ -50,6 +50,11 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     RuleSet rules, const RulesSnapshot* prev, SnapshotContext& ctx,
     std::vector<std::shared_ptr<RetiredRule>>* retired);
 
+// What build_snapshot(rules, &prev, ctx, ...) would refuse, found without building anything:
+// the same compile checks (profiles, parent chains, the shaping horizon) and the same memory
+// check of the flow tables it would allocate. For a dry run (`config diff`).
+Status check_snapshot(const RuleSet& rules, const RulesSnapshot& prev, const SnapshotContext& ctx);
+
 // Carries the state words of the snapshot's kept rules whose profile changed into their new
 // profiles at now_ns, once (the first caller does it, any other waits until it is done).
 // How a caller waits for another one's conversion: a worker spins (the converter is the other

@@ -44,6 +44,10 @@ class RulesTarget {
   // `next` must be a validated RuleSet (the loader's output). Thread-safe; serialised.
   virtual Result<RulesDiff> apply(RuleSet next) = 0;
 
+  // The error apply(next) would return now, found without changing or allocating anything
+  // (a dry run: `config diff` says a change would be refused before anyone loads it).
+  virtual Status check(const RuleSet& next) const = 0;
+
   // The `count` busiest flows now. Must not stop or slow a worker.
   virtual Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) = 0;
 };

@@ -24,6 +24,7 @@ class LiveRulesTarget final : public RulesTarget {
   RuleSet rules() const override { return pipeline_.rules_copy(); }
   uint64_t generation() const override { return pipeline_.generation(); }
   Result<RulesDiff> apply(RuleSet next) override;
+  Status check(const RuleSet& next) const override { return pipeline_.check(next); }
   Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& query) override;
 
   // From now on apply() refuses (before the dataplane stops: its counters are final then).

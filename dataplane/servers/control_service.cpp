@@ -106,6 +106,12 @@ std::string ControlService::with_target(const wire::Request& r, uint64_t receive
     case Op::config_diff: {
       auto next = load_rules_text(r.text, r.filename);
       if (!next) return error(r, wire::ErrorKind::invalid, next.error().message);
+      // The refusal a config.load of it would get, with the same kind (a valid file this
+      // dataplane cannot run is a runtime refusal, as write() says): a dry run that says
+      // "ok" to a load the dataplane refuses is worse than none.
+      if (target != nullptr)
+        if (Status s = target->check(*next); !s)
+          return error(r, wire::ErrorKind::runtime, s.error().message);
       return wire::encode_diff_result(r.id, diff_rules(running(), *next), generation);
     }
     case Op::flows_top: {

@@ -79,6 +79,22 @@ ctl --xdp "$RX" config save "$IT_DIR/saved.yaml" >/dev/null || it_fail "config s
 "$SLUICECTL" config check "$IT_DIR/saved.yaml" >/dev/null || it_fail "config check of the saved file"
 grep -q "+ dns" <<<"$(ctl --xdp "$RX" config diff "$IT_DIR/next.yaml")" ||
   it_fail "config diff: $(ctl --xdp "$RX" config diff "$IT_DIR/next.yaml")"
+# A shaping rule, which the XDP program cannot run: the dry run says so as the load would
+# (exit 2, the same words), and neither changes the rules.
+cat >"$IT_DIR/shaping.yaml" <<'Y'
+rules:
+  - {name: shape, match: {proto: udp}, key: none, rate: 1kpps, burst: 10, algorithm: leaky-bucket, max-delay: 10ms}
+Y
+[ "$(status_of ctl --xdp "$RX" config diff "$IT_DIR/shaping.yaml")" = 2 ] ||
+  it_fail "config diff of a shaping rule on XDP: want exit 2, got: $(cat "$IT_DIR/err")"
+diff_err=$(cat "$IT_DIR/err")
+[ "$(status_of ctl --xdp "$RX" config load "$IT_DIR/shaping.yaml")" = 2 ] ||
+  it_fail "config load of a shaping rule on XDP: want exit 2, got: $(cat "$IT_DIR/err")"
+[ "$diff_err" = "$(cat "$IT_DIR/err")" ] ||
+  it_fail "config diff and config load refuse differently: '$diff_err' against '$(cat "$IT_DIR/err")'"
+grep -q "shap" <<<"$diff_err" || it_fail "config diff's refusal does not say why: $diff_err"
+list=$(ctl --xdp "$RX" rule list) || it_fail "rule list after the refused shaping rule"
+if grep -q "^shape" <<<"$list"; then it_fail "a refused load changed the rules: $list"; fi
 ctl --xdp "$RX" config load "$IT_DIR/next.yaml" >/dev/null || it_fail "config load"
 grep -q dns <<<"$(ctl --xdp "$RX" rule list)" || it_fail "config load: no dns"
 [ "$(matched udp9)" = 40 ] || it_fail "config load lost udp9's counters (state identity kept)"

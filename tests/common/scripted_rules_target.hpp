@@ -28,6 +28,13 @@ class ScriptedRulesTarget final : public RulesTarget {
     return t;
   }
 
+  static PipelineOptions options() {
+    PipelineOptions opts;
+    opts.default_max_flows = 1024;
+    opts.hash_seed = 1;
+    return opts;
+  }
+
   RuleSet rules() const override {
     std::lock_guard lock(mu_);
     return rules_;
@@ -36,10 +43,7 @@ class ScriptedRulesTarget final : public RulesTarget {
 
   Result<RulesDiff> apply(RuleSet next) override {
     std::lock_guard lock(mu_);
-    PipelineOptions opts;
-    opts.default_max_flows = 1024;
-    opts.hash_seed = 1;
-    auto pipeline = Pipeline::create(next, opts);
+    auto pipeline = Pipeline::create(next, options());
     if (!pipeline) return pipeline.error();
     RulesDiff diff = diff_rules(rules_, next);
     pipeline_ = std::move(pipeline).value();
@@ -47,6 +51,13 @@ class ScriptedRulesTarget final : public RulesTarget {
     ++generation_;
     ++applies_;
     return diff;
+  }
+
+  // What apply() would refuse: the rules that make no pipeline.
+  Status check(const RuleSet& next) const override {
+    auto pipeline = Pipeline::create(next, options());
+    if (!pipeline) return pipeline.error();
+    return Ok{};
   }
 
   Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& q) override {

@@ -18,6 +18,7 @@ IT_PIDS=()
 IT_NETNS=()
 IT_ROOT_LINKS=()
 IT_PREFIXES=()
+IT_CGROUPS=()
 IT_DIR=""
 IT_NAME=""
 IT_T0_MS=$(($(date +%s%N) / 1000000))
@@ -60,7 +61,8 @@ it_cleanup() {
     fi
     wait "$pid" 2>/dev/null
   done
-  local l ns p
+  local l ns p c
+  for c in "${IT_CGROUPS[@]}"; do rmdir "$c" 2>/dev/null; done
   for l in "${IT_ROOT_LINKS[@]}"; do ip link del "$l" 2>/dev/null; done
   for ns in "${IT_NETNS[@]}"; do ip netns del "$ns" 2>/dev/null; done
   for p in "${IT_PREFIXES[@]}"; do rm -rf "/var/run/dpdk/$p"; done
@@ -220,6 +222,27 @@ it_wait_for() {
     1) it_fail "no /$2/ in $1 after ${3}s";;
     *) it_fail "process $4 exited while waiting for /$2/ in $1";;
   esac
+}
+
+# it_memory_cgroup VAR LIMIT_BYTES: a new cgroup whose memory is limited to LIMIT_BYTES (v1's
+# memory controller where it is mounted, else v2's memory.max), removed at exit; VAR gets its
+# directory (write a PID to VAR/cgroup.procs). Skips where neither can be made.
+it_memory_cgroup() {
+  local var=$1 limit=$2 dir
+  if [ -d /sys/fs/cgroup/memory ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
+    dir=/sys/fs/cgroup/memory/sluice-it-$IT_NAME-$IT_ID
+    mkdir "$dir" || it_skip "cannot create a cgroup under /sys/fs/cgroup/memory"
+    IT_CGROUPS+=("$dir")
+    echo "$limit" >"$dir/memory.limit_in_bytes"
+  elif grep -qw memory /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+    dir=/sys/fs/cgroup/sluice-it-$IT_NAME-$IT_ID
+    mkdir "$dir" || it_skip "cannot create a cgroup under /sys/fs/cgroup"
+    IT_CGROUPS+=("$dir")
+    echo "$limit" >"$dir/memory.max"
+  else
+    it_skip "no cgroup memory controller here (neither v1's nor v2's)"
+  fi
+  printf -v "$var" '%s' "$dir"
 }
 
 # it_prefix VAR: a unique DPDK --file-prefix in VAR (its runtime directory is removed at exit).

@@ -6,6 +6,8 @@
 
 #include "control_messages.hpp"
 #include "control_service.hpp"
+#include "pipeline.hpp"
+#include "pipeline_rules_target.hpp"
 #include "scripted_rules_target.hpp"
 #include "rule_edits.hpp"
 #include "rules_loader.hpp"
@@ -228,6 +230,52 @@ TEST_F(Service, ConfigDiffSaysWhatALoadWouldDoWithoutDoingIt) {
   ASSERT_TRUE(diff);
   EXPECT_EQ(format_rules_diff(*diff), "+ extra (added)\n3 rules: 1 added, 0 changed, 0 removed, 2 unchanged\n");
   EXPECT_EQ(target_->generation(), 1u);
+}
+
+// config.diff against a real pipeline that cannot run what it is asked about (a max-delay
+// beyond its shaping horizon, flow tables beyond the memory it may take): the same refusal,
+// kind and words as the config.load it stands in for, and neither changes anything.
+TEST(ServiceOverAPipeline, ConfigDiffRefusesWhatConfigLoadWouldRefuse) {
+  PipelineOptions opts = PipelineOptions::single_threaded(1);
+  opts.shaping_horizon_ns = 2'000'000'000;
+  uint64_t available = uint64_t{16} << 20;
+  opts.memory_available = [&available] { return std::optional<uint64_t>(available); };
+  auto pipeline = Pipeline::create(rules(), opts);
+  ASSERT_TRUE(pipeline) << pipeline.error().message;
+  PipelineRulesTarget target(**pipeline, [] { return uint64_t{1'000'000}; });
+  ControlService service(&target, RuleSet{});
+  auto ask = [&](const char* op, const std::string& text) {
+    json q{{"version", 2}, {"id", 5}, {"op", op}, {"text", text}, {"filename", "next.yaml"}};
+    auto reply = wire::decode_reply(service.handle(q.dump()));
+    EXPECT_TRUE(reply) << reply.error().message;
+    return *reply;
+  };
+  const std::string shaper = std::string(kRules) +
+                             "  - {name: shape, key: none, rate: 1kpps, burst: 10, "
+                             "algorithm: leaky-bucket, max-delay: 3s}\n";
+  // 1M flows of one word: ~32 MiB of table, twice what this pipeline may take.
+  const std::string big = std::string(kRules) +
+                          "  - {name: big, match: {proto: tcp}, key: src-ip, rate: 1kpps, "
+                          "burst: 10, max-flows: 1000000}\n";
+  for (const auto& [text, says] : {std::pair{shaper, std::string("beyond the shaping horizon of 2s")},
+                                   std::pair{big, std::string("flow tables need")}}) {
+    const auto diff = ask("config.diff", text);
+    const auto load = ask("config.load", text);
+    ASSERT_FALSE(diff.ok) << says;
+    ASSERT_FALSE(load.ok) << says;
+    EXPECT_EQ(diff.error.kind, load.error.kind) << says;
+    EXPECT_EQ(diff.error.kind, wire::ErrorKind::runtime) << says;
+    EXPECT_EQ(diff.error.message, load.error.message);
+    EXPECT_NE(diff.error.message.find(says), std::string::npos) << diff.error.message;
+  }
+  EXPECT_EQ((*pipeline)->generation(), 0u) << "nothing was applied";
+  // With the memory there, the same file's diff lists the rule, and its load applies.
+  available = uint64_t{1} << 30;
+  const auto diff = ask("config.diff", big);
+  ASSERT_TRUE(diff.ok) << diff.error.message;
+  EXPECT_NE(diff.result.dump().find("big"), std::string::npos) << diff.result;
+  EXPECT_TRUE(ask("config.load", big).ok);
+  EXPECT_EQ((*pipeline)->generation(), 1u);
 }
 
 TEST_F(Service, ReadsHelloAndFlows) {

@@ -200,6 +200,7 @@ class SlowTarget final : public RulesTarget {
     std::this_thread::sleep_for(delay_);
     return inner_->apply(std::move(next));
   }
+  Status check(const RuleSet& next) const override { return inner_->check(next); }
   Result<std::vector<FlowRate>> top_flows(const TopFlowsQuery& q) override { return inner_->top_flows(q); }
 
  private:

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "flow_table.hpp"
@@ -96,6 +100,65 @@ TEST(MemoryBudget, ReadsMemAvailable) {
   EXPECT_EQ(parse_mem_available("MemAvailable: lots\n"), std::nullopt);
   EXPECT_EQ(parse_mem_available("MemAvailable: 5 MB\n"), std::nullopt);
   EXPECT_EQ(parse_mem_available(""), std::nullopt);
+}
+
+// A cgroup directory tree of the test's own: DIR/memory/... (v1) or DIR/... (v2).
+class CgroupTree {
+ public:
+  CgroupTree() {
+    char tmpl[] = "/tmp/sluice-cgroup-XXXXXX";
+    root_ = mkdtemp(tmpl);
+  }
+  ~CgroupTree() { std::filesystem::remove_all(root_); }
+  void put(const std::string& rel, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(root_ + rel).parent_path());
+    std::ofstream(root_ + rel) << text;
+  }
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string root_;
+};
+
+TEST(MemoryBudget, CgroupV2HeadroomIsTheLeastOverTheCgroupAndItsAncestors) {
+  CgroupTree t;
+  t.put("/box/memory.max", "1073741824\n");  // 1 GiB, 700 MiB used: 324 MiB left
+  t.put("/box/memory.current", "734003200\n");
+  t.put("/box/app/memory.max", "max\n");  // no limit of its own
+  t.put("/box/app/memory.current", "734003200\n");
+  EXPECT_EQ(cgroup_memory_headroom("0::/box/app\n", t.root()), uint64_t{324} << 20);
+  t.put("/box/app/memory.max", "838860800\n");  // 800 MiB: 100 MiB left, the least
+  EXPECT_EQ(cgroup_memory_headroom("0::/box/app\n", t.root()), uint64_t{100} << 20);
+  t.put("/box/app/memory.current", "900000000\n");  // over its limit: nothing left
+  EXPECT_EQ(cgroup_memory_headroom("0::/box/app\n", t.root()), 0u);
+  EXPECT_EQ(cgroup_memory_headroom("0::/elsewhere\n", t.root()), std::nullopt);
+  EXPECT_EQ(cgroup_memory_headroom("", t.root()), std::nullopt);
+  EXPECT_EQ(cgroup_memory_headroom("garbage", t.root()), std::nullopt);
+}
+
+TEST(MemoryBudget, CgroupV1MemoryControllerComesBeforeTheUnifiedLine) {
+  CgroupTree t;
+  t.put("/memory/box/memory.limit_in_bytes", "1610612736\n");  // 1.5 GiB, 1 GiB used
+  t.put("/memory/box/memory.usage_in_bytes", "1073741824\n");
+  t.put("/memory/memory.limit_in_bytes", "9223372036854771712\n");  // v1's "unlimited"
+  t.put("/memory/memory.usage_in_bytes", "5000000000\n");
+  t.put("/box/memory.max", "1024\n");  // a v2 file the v1 controller line overrides
+  t.put("/box/memory.current", "0\n");
+  const char* self = "12:pids:/box\n5:cpuset,memory:/box\n0::/box\n";
+  EXPECT_EQ(cgroup_memory_headroom(self, t.root()), uint64_t{512} << 20);
+  EXPECT_EQ(cgroup_memory_headroom("0::/box\n", t.root()), 1024u);
+}
+
+TEST(MemoryBudget, MemoryAvailableNowIsAtMostMemAvailable) {
+  std::ifstream f("/proc/meminfo");
+  std::stringstream text;
+  text << f.rdbuf();
+  const auto meminfo = parse_mem_available(text.str());
+  if (!meminfo) GTEST_SKIP() << "no MemAvailable in /proc/meminfo here";
+  const auto now = memory_available_now();
+  ASSERT_TRUE(now.has_value());
+  // Read at two moments: allow for the machine's memory moving by 1 GiB meanwhile.
+  EXPECT_LE(*now, *meminfo + (uint64_t{1} << 30));
 }
 
 TEST(MemoryBudget, FormatsSizes) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bucket_convert.hpp"
+#include "flow_table.hpp"
 #include "limiter_profile.hpp"
 #include "packet_builder.hpp"
 #include "pipeline.hpp"
@@ -233,6 +234,81 @@ TEST(RulesSwap, AShapingRuleBeyondTheHorizonIsRefusedAndChangesNothing) {
                                 "burst: 2, algorithm: leaky-bucket, max-delay: 50ms}\n"),
                        kSec);
   EXPECT_TRUE(ok.ok());
+}
+
+// A rule set applied while the dataplane runs is held to the memory there is then, as the
+// start-up set is: the tables of the rules that take a new state are refused, with both
+// figures, before any is allocated; a kept rule's table is already there and costs nothing.
+TEST(RulesSwap, NewFlowTablesAreHeldToTheMemoryAvailableAndKeptOnesCostNone) {
+  PipelineOptions o;
+  uint64_t available = uint64_t{40} << 20;
+  int asked = 0;
+  o.memory_available = [&] {
+    ++asked;
+    return std::optional<uint64_t>(available);
+  };
+  const char* one = "rules:\n  - {name: a, match: {proto: udp}, key: src-ip, rate: 10pps, burst: 2, "
+                    "max-flows: 1000000}\n";  // ~32 MiB
+  auto made = Pipeline::create(rules_of(one), o);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  Pipeline& p = **made;
+  EXPECT_EQ(asked, 1) << "create() asks before it allocates";
+  available = uint64_t{1} << 20;
+  // Only a's rate changes: its state (and table) is kept, nothing new is needed.
+  auto kept = p.apply(rules_of("rules:\n  - {name: a, match: {proto: udp}, key: src-ip, rate: 20pps, "
+                               "burst: 2, max-flows: 1000000}\n"),
+                      kSec);
+  EXPECT_TRUE(kept.ok()) << kept.error().message;
+  EXPECT_EQ(p.generation(), 1u);
+  const char* two = "rules:\n  - {name: a, match: {proto: udp}, key: src-ip, rate: 20pps, burst: 2, "
+                    "max-flows: 1000000}\n  - {name: b, match: {proto: tcp}, key: src-ip, rate: 1pps, "
+                    "burst: 1, max-flows: 100000}\n";  // b: ~3.1 MiB more
+  const size_t tables_before = FlowTable::totals().tables;
+  auto refused = p.apply(rules_of(two), kSec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "flow tables need 3.1 MiB (3203128 bytes) for 100000 flows, more than the 1.0 MiB "
+            "(1048576 bytes) of memory available; lower max-flows or --flows");
+  EXPECT_EQ(FlowTable::totals().tables, tables_before) << "no table was made for b";
+  EXPECT_EQ(p.generation(), 1u);
+  EXPECT_EQ(p.rules().rules.size(), 1u);
+  EXPECT_FALSE(p.check(rules_of(two)).ok()) << "the dry run refuses it too";
+  available = uint64_t{4} << 20;
+  EXPECT_TRUE(p.check(rules_of(two)).ok());
+  auto applied = p.apply(rules_of(two), kSec);
+  EXPECT_TRUE(applied.ok()) << applied.error().message;
+  EXPECT_EQ(p.generation(), 2u);
+}
+
+// check(): the error apply() would return, from the same code, and no change: not to the
+// rules, their generation, their states or the counter slots a later apply takes.
+TEST(RulesSwap, CheckRefusesWhatApplyWouldAndChangesNothing) {
+  PipelineOptions o;
+  o.shaping_horizon_ns = kSec;
+  auto made = Pipeline::create(
+      rules_of("rules:\n  - {name: r, match: {proto: udp}, key: src-ip, rate: 10pps, burst: 2}\n"), o);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  Pipeline& p = **made;
+  const RuleSet beyond = rules_of(
+      "rules:\n  - {name: r, match: {proto: udp}, key: src-ip, rate: 10pps, burst: 2}\n"
+      "  - {name: s, match: {proto: tcp}, rate: 10pps, burst: 2, algorithm: leaky-bucket, "
+      "max-delay: 2s}\n");
+  const size_t tables_before = FlowTable::totals().tables;
+  Status checked = p.check(beyond);
+  ASSERT_FALSE(checked.ok());
+  auto applied = p.apply(beyond, kSec);
+  ASSERT_FALSE(applied.ok());
+  EXPECT_EQ(checked.error().message, applied.error().message);
+  EXPECT_EQ(checked.error().kind, applied.error().kind);
+  EXPECT_EQ(FlowTable::totals().tables, tables_before);
+  EXPECT_EQ(p.generation(), 0u);
+  const RuleSet fine = rules_of(
+      "rules:\n  - {name: r, match: {proto: udp}, key: src-ip, rate: 5pps, burst: 2}\n"
+      "  - {name: s, match: {proto: tcp}, key: dst-ip, rate: 10pps, burst: 2}\n");
+  EXPECT_TRUE(p.check(fine).ok());
+  EXPECT_EQ(p.generation(), 0u);
+  EXPECT_EQ(FlowTable::totals().tables, tables_before) << "a check allocates no table";
+  EXPECT_TRUE(p.apply(fine, kSec).ok());
 }
 
 TEST(RulesSwap, TheCoreRulesTargetAppliesAtItsClock) {
