@@ -14,6 +14,7 @@
 #include <string>
 
 #include "../dataplane/core/flow_key.hpp"
+#include "../dataplane/core/memory_budget.hpp"
 #include "../dataplane/core/rules_loader.hpp"
 #include "sluice.skel.h"
 #include "xdp_flow_tables.hpp"
@@ -138,6 +139,31 @@ uint64_t XdpProgram::now_ns() const {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+Status XdpProgram::check_fresh_tables(const std::vector<uint16_t>& slots,
+                                      const std::vector<Rule>& rules,
+                                      const std::vector<sl_xdp_rule>& entries) const {
+  FlowMemory need;
+  for (uint16_t slot : slots) {
+    size_t i = 0;
+    while (i < entries.size() && entries[i].state != slot) ++i;
+    if (i == entries.size() || i >= rules.size()) return make_error("no rule for a fresh XDP slot");
+    const Rule& r = rules[i];
+    if (r.key == KeyMode::none) continue;
+    const uint64_t flows = r.max_flows ? r.max_flows : opts_.default_max_flows;
+    if (flows > kMaxFlowTableEntries)
+      return invalid_input("rule \"" + r.name + "\": max-flows " + std::to_string(flows) +
+                           " is above what an XDP flow table holds (" +
+                           std::to_string(kMaxFlowTableEntries) + " flows, " +
+                           format_memory_size(flow_table_bytes(kMaxFlowTableEntries)) + ")");
+    need.flows += flows;
+    need.bytes += flow_table_bytes(flows);
+  }
+  if (need.bytes == 0) return Ok{};
+  const std::optional<uint64_t> available = memory_available_now();
+  if (!available) return Ok{};
+  return check_flow_memory(need, *available);
+}
+
 Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots,
                                     const std::vector<Rule>& rules,
                                     const std::vector<sl_xdp_rule>& entries,
@@ -203,7 +229,10 @@ static Status check_rules_text_size(const std::string& yaml) {
 Status XdpProgram::check_rules(const RuleSet& rules) const {
   auto compiled = compile_xdp_rules(rules, opts_.stale_read_tolerance_ns);
   if (!compiled) return compiled.error();
-  return check_rules_text_size(dump_rules_yaml(rules));
+  if (Status s = check_rules_text_size(dump_rules_yaml(rules)); !s) return s;
+  const RuleSwapPlan plan = plan_rule_swap(rules_.rules, entries_, rules.rules,
+                                           std::move(compiled->rules));
+  return check_fresh_tables(plan.fresh_slots, rules.rules, plan.rules);
 }
 
 Status XdpProgram::set_rules(const RuleSet& rules) {
@@ -219,6 +248,7 @@ Status XdpProgram::set_rules(const RuleSet& rules) {
   const uint32_t bank = (cfg->active_bank + 1) % SL_XDP_BANKS;  // the one nobody reads
   RuleSwapPlan plan = plan_rule_swap(rules_.rules, entries_, rules.rules,
                                      std::move(compiled->rules));
+  if (Status s = check_fresh_tables(plan.fresh_slots, rules.rules, plan.rules); !s) return s;
 
   // 1. The new rules' slots start over (nothing running uses them), the new bank is written.
   sl_xdp_config ids = *cfg;

@@ -121,6 +121,12 @@ class XdpProgram {
   uint64_t now_ns() const;  // the program's clock: the test clock, or CLOCK_MONOTONIC
   // The slots' aggregates and counters zeroed, and each keyed rule given a new empty table
   // (rules[i] is entries[i]'s rule), seeded with the next state ids of cfg (advanced).
+  // The flow tables set_rules would create for the rules that take a fresh slot (`entries`:
+  // the new bank's, in the order of `rules`), refused before any is made: a rule asking for
+  // more flows than a table holds, or tables needing more memory than this process can have
+  // (memory_budget.hpp; a BPF array is kernel memory, all of it taken at creation).
+  Status check_fresh_tables(const std::vector<uint16_t>& slots, const std::vector<Rule>& rules,
+                            const std::vector<sl_xdp_rule>& entries) const;
   Status start_slots_over(const std::vector<uint16_t>& slots, const std::vector<Rule>& rules,
                           const std::vector<sl_xdp_rule>& entries, sl_xdp_config& cfg);
   // Converts the flows of the rules' tables to their new profiles (convert_bucket).

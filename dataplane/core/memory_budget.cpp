@@ -55,7 +55,10 @@ std::string format_memory_size(uint64_t bytes) {
 
 Status check_flow_memory(const RuleSet& rules, uint64_t default_max_flows,
                          uint64_t available_bytes) {
-  FlowMemory m = flow_table_memory(rules, default_max_flows);
+  return check_flow_memory(flow_table_memory(rules, default_max_flows), available_bytes);
+}
+
+Status check_flow_memory(const FlowMemory& m, uint64_t available_bytes) {
   if (m.bytes <= available_bytes) return Ok{};
   return invalid_input("flow tables need " + format_memory_size(m.bytes) + " (" +
                        std::to_string(m.bytes) + " bytes) for " + std::to_string(m.flows) +

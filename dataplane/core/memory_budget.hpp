@@ -33,6 +33,8 @@ std::string format_memory_size(uint64_t bytes);
 // Refuses a rule set whose flow tables need more than `available_bytes`, with both figures.
 Status check_flow_memory(const RuleSet& rules, uint64_t default_max_flows,
                          uint64_t available_bytes);
+// The same for tables of `need` (bytes, flows) worked out elsewhere (the XDP backend's).
+Status check_flow_memory(const FlowMemory& need, uint64_t available_bytes);
 
 // MemAvailable from the text of /proc/meminfo, in bytes; nullopt if it has none.
 std::optional<uint64_t> parse_mem_available(std::string_view meminfo);

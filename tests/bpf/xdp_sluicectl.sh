@@ -2,7 +2,8 @@
 # sluicectl driving the XDP backend through its pinned maps (issue 12 item 4), on a veth pair
 # between two namespaces this test creates: `xdp attach` (a missing interface: exit 2; a second
 # attach: exit 1), then with `--xdp IFACE`: rule list/show, stats (counts equal the frames
-# sent), rule set (the bucket kept: no refill), rule add/del, config save/check/diff/load,
+# sent), rule set (the bucket kept: no refill), rule add/del, config save/check/diff/load (and
+# their refusal of a shaping rule and of tables beyond the memory of sluicectl's cgroup),
 # flows top (a 2000 pps source above a 200 pps one), a rule's max-flows and flows_evicted in
 # stats, and `xdp detach` (nothing attached or
 # pinned after; --xdp then fails with exit 1).
@@ -97,6 +98,30 @@ list=$(ctl --xdp "$RX" rule list) || it_fail "rule list after the refused shapin
 if grep -q "^shape" <<<"$list"; then it_fail "a refused load changed the rules: $list"; fi
 ctl --xdp "$RX" config load "$IT_DIR/next.yaml" >/dev/null || it_fail "config load"
 grep -q dns <<<"$(ctl --xdp "$RX" rule list)" || it_fail "config load: no dns"
+
+# Flow tables beyond the memory sluicectl may have (its cgroup's limit): an XDP table is kernel
+# memory, all of it taken when the map is made (2M flows: 488 MiB of sets). Refused by the dry
+# run and the load alike, with the figures, before any map is made; the rules stay.
+it_memory_cgroup CG $((256 * 1024 * 1024))
+cat >"$IT_DIR/big.yaml" <<'Y'
+default: {action: pass}
+rules:
+  - {name: udp9, match: {proto: udp, dst-port: 9}, key: src-ip, algorithm: token-bucket, rate: 1pps, burst: 5, action: drop}
+  - {name: dns, match: {proto: udp, dst-port: 53}, key: none, algorithm: token-bucket, rate: 10pps, burst: 10, action: drop}
+  - {name: big, match: {proto: tcp}, key: src-ip, algorithm: token-bucket, rate: 10pps, burst: 10, action: drop, max-flows: 2000000}
+Y
+ctl_in_cgroup() {
+  bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" \
+    nsenter --net="/run/netns/$A" "$SLUICECTL" "$@"
+}
+for verb in diff load; do
+  [ "$(status_of ctl_in_cgroup --xdp "$RX" config $verb "$IT_DIR/big.yaml")" = 2 ] ||
+    it_fail "config $verb of 2M flows in 256 MiB: want exit 2, got: $(cat "$IT_DIR/out" "$IT_DIR/err")"
+  grep -q "flow tables need 488.3 MiB .* of memory available" "$IT_DIR/err" ||
+    it_fail "config $verb of 2M flows in 256 MiB does not say why: $(cat "$IT_DIR/err")"
+done
+list=$(ctl --xdp "$RX" rule list) || it_fail "rule list after the refused load of big.yaml"
+if grep -q "^big" <<<"$list"; then it_fail "a load refused for memory changed the rules: $list"; fi
 [ "$(matched udp9)" = 40 ] || it_fail "config load lost udp9's counters (state identity kept)"
 
 # flows top: two sources at 2000 and 200 pps while the table is read twice; the busier first.
