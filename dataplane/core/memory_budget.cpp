@@ -28,14 +28,16 @@ uint64_t flow_table_bytes(uint64_t capacity, unsigned state_words) {
   return saturated(sets * set_bytes + used_bits_bytes);
 }
 
+void add_flow_table(FlowMemory& m, const Rule& r, uint64_t default_max_flows) {
+  if (r.key == KeyMode::none) return;
+  const uint64_t capacity = r.max_flows != 0 ? r.max_flows : default_max_flows;
+  m.flows = saturated(u128{m.flows} + capacity);
+  m.bytes = saturated(u128{m.bytes} + flow_table_bytes(capacity, r.is_meter() ? 2u : 1u));
+}
+
 FlowMemory flow_table_memory(const RuleSet& rules, uint64_t default_max_flows) {
   FlowMemory m;
-  for (const Rule& r : rules.rules) {
-    if (r.key == KeyMode::none) continue;
-    const uint64_t capacity = r.max_flows != 0 ? r.max_flows : default_max_flows;
-    m.flows = saturated(u128{m.flows} + capacity);
-    m.bytes = saturated(u128{m.bytes} + flow_table_bytes(capacity, r.is_meter() ? 2u : 1u));
-  }
+  for (const Rule& r : rules.rules) add_flow_table(m, r, default_max_flows);
   return m;
 }
 

@@ -26,6 +26,9 @@ struct FlowMemory {
 // The flow tables Pipeline::create allocates for `rules`: one per keyed rule (key other than
 // none), of its max-flows or else `default_max_flows` (PipelineOptions::default_max_flows).
 FlowMemory flow_table_memory(const RuleSet& rules, uint64_t default_max_flows);
+// Adds rule r's table (none for key: none) to m, saturating: flow_table_memory's one step, for
+// callers that count only some rules of a set.
+void add_flow_table(FlowMemory& m, const Rule& r, uint64_t default_max_flows);
 
 // "6.0 MiB", "1.5 GiB", "512 B": for messages.
 std::string format_memory_size(uint64_t bytes);

@@ -226,13 +226,13 @@ Status check_new_table_memory(const std::vector<Rule>& rs, const RulesSnapshot* 
                               const std::vector<int>& prev_at, const SnapshotContext& ctx) {
   const PipelineOptions& opts = *ctx.opts;
   if (!opts.memory_available) return Ok{};
-  RuleSet fresh;
+  FlowMemory need;
   for (size_t i = 0; i < rs.size(); ++i)
-    if (!keeps_state(rs, i, prev, prev_at[i])) fresh.rules.push_back(rs[i]);
-  if (flow_table_memory(fresh, opts.default_max_flows).bytes == 0) return Ok{};
+    if (!keeps_state(rs, i, prev, prev_at[i])) add_flow_table(need, rs[i], opts.default_max_flows);
+  if (need.bytes == 0) return Ok{};
   const std::optional<uint64_t> available = opts.memory_available();
   if (!available) return Ok{};
-  return check_flow_memory(fresh, opts.default_max_flows, *available);
+  return check_flow_memory(need, *available);
 }
 
 Status check_tolerance(const PipelineOptions& opts) {

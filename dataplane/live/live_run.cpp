@@ -48,12 +48,11 @@ Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts) {
   if (opts.flows != 0) popts.default_max_flows = opts.flows;
   popts.hash_seed = opts.hash_seed;
   popts.shaping_horizon_ns = opts.max_delay_ns;
-  // Rules added while it runs (sluicectl) are held to the memory there is then, as the
-  // start-up rules are below: a table the machine cannot back would have the kernel kill
-  // sluiced while it fills (a huge-page table, as it is written at creation).
+  // The start-up rules, and every rule added while it runs (sluicectl), are held to the
+  // memory there is then, before their tables are allocated (Pipeline::create and apply): a
+  // table the machine cannot back would have the kernel kill sluiced while it fills (a
+  // huge-page table, as it is written at creation).
   popts.memory_available = memory_available_now;
-  if (Status s = check_flow_memory_available(*rules, popts.default_max_flows); !s)
-    return make_error(opts.config_path + ": " + s.error().message, s.error().kind);
   // Flow tables are allocated (and their pages written) here, before any packet.
   auto pipeline = Pipeline::create(std::move(rules).value(), popts);
   if (!pipeline)
