@@ -25,9 +25,11 @@ constexpr auto kShutdownWait = std::chrono::seconds(3);
 // thread still serving a trickling client when sluiced stops outlives the queue safely.
 class ThreadPerConnection final : public httplib::TaskQueue {
  public:
-  ThreadPerConnection(size_t max, std::shared_ptr<std::atomic<bool>> abandoned)
+  ThreadPerConnection(size_t max, std::shared_ptr<std::atomic<bool>> abandoned,
+                      std::shared_ptr<std::atomic<size_t>> serving)
       : state_(std::make_shared<State>()), abandoned_(std::move(abandoned)) {
     state_->max = max;
+    state_->serving = std::move(serving);
   }
 
   void enqueue(std::function<void()> fn) override {
@@ -51,6 +53,7 @@ class ThreadPerConnection final : public httplib::TaskQueue {
     std::deque<std::function<void()>> waiting;
     size_t running = 0;
     size_t max = 0;
+    std::shared_ptr<std::atomic<size_t>> serving;  // `running`, readable without the lock
   };
   struct Task {
     std::shared_ptr<State> state;
@@ -65,6 +68,7 @@ class ThreadPerConnection final : public httplib::TaskQueue {
       std::unique_lock lock(st.mu);
       if (st.waiting.empty()) {
         --st.running;
+        st.serving->store(st.running);
         st.idle.notify_all();
         return nullptr;
       }
@@ -82,7 +86,7 @@ class ThreadPerConnection final : public httplib::TaskQueue {
     pthread_t thread;
     const bool started = pthread_create(&thread, &attr, run, task) == 0;
     pthread_attr_destroy(&attr);
-    if (started) ++state_->running;
+    if (started) state_->serving->store(++state_->running);
     else delete task;  // no thread to be had: it waits for one that ends
     return started;
   }
@@ -141,8 +145,9 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
   httplib::Server& http = *m->http_;
   const size_t max_connections = limits.max_connections;
   auto abandoned = m->abandoned_;
-  http.new_task_queue = [max_connections, abandoned] {
-    return new ThreadPerConnection(max_connections, abandoned);
+  auto serving = m->serving_;
+  http.new_task_queue = [max_connections, abandoned, serving] {
+    return new ThreadPerConnection(max_connections, abandoned, serving);
   };
   http.set_read_timeout(ms(limits.read_timeout_ms));
   http.set_write_timeout(ms(limits.write_timeout_ms));

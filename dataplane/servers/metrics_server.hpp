@@ -59,6 +59,8 @@ class MetricsServer {
   // Answers from `source` (sluiced: the one its control loop serves on demand).
   void use_counters(std::shared_ptr<CountersSource> source);
   uint16_t port() const { return port_; }
+  // Connections served now, each on a thread of its own (at most max_connections).
+  size_t connections() const { return serving_->load(); }
 
  private:
   MetricsServer() = default;
@@ -81,6 +83,7 @@ class MetricsServer {
   };
   std::shared_ptr<Published> published_ = std::make_shared<Published>();
   std::shared_ptr<std::atomic<bool>> abandoned_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::atomic<size_t>> serving_ = std::make_shared<std::atomic<size_t>>(0);
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
 };
