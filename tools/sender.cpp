@@ -16,6 +16,10 @@
 // Flows: packet k belongs to flow k mod --flows; flow i has source address src-base + i and
 // source port src-port-base + (i mod 64512), as sluice-tracegen numbers them.
 //
+// SIGINT or SIGTERM stops the sending at once and reports what was sent ("stopped": true),
+// exit 0: a test that needs traffic for as long as its own steps take gives a generous
+// --seconds and stops the sender when it is done, instead of betting on how long they take.
+//
 // Exit codes: 0 sent (see "packets" against "planned"), 1 runtime failure (socket, interface,
 // send error other than a full queue), 2 bad usage.
 #include <arpa/inet.h>
@@ -29,6 +33,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -54,6 +59,19 @@ constexpr unsigned kMaxBatch = 1024;
 constexpr size_t kMaxFrame = 9000;
 // A full device queue (ENOBUFS/EAGAIN) is retried after this pause.
 constexpr uint64_t kRetryPauseNs = 20'000;
+
+volatile std::sig_atomic_t g_stop = 0;  // SIGINT/SIGTERM: stop sending, report
+
+extern "C" void on_stop_signal(int) { g_stop = 1; }
+
+// Without SA_RESTART: a signal ends the sleep or the send it interrupts.
+void stop_on_signals() {
+  struct sigaction sa{};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 struct Options {
   std::string iface;
@@ -92,6 +110,7 @@ void usage(FILE* to) {
       "                       stack that sees the frame ignores it)\n"
       "  --batch N            frames per sendmmsg call, 1..1024 (32)\n"
       "  --grace S            give up on unsent packets S seconds after the last due time (1)\n"
+      "SIGINT/SIGTERM stops sending; what was sent is reported (\"stopped\": true), exit 0\n"
       "exit status: 0 done, 1 runtime failure, 2 bad usage\n",
       to);
 }
@@ -194,7 +213,7 @@ uint64_t mono_ns() {
 
 void sleep_until(uint64_t t_ns) {
   timespec ts{time_t(t_ns / 1'000'000'000u), long(t_ns % 1'000'000'000u)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR && !g_stop) {
   }
 }
 
@@ -287,6 +306,7 @@ struct SendReport {
   uint64_t planned = 0, sent = 0, bytes = 0, retries = 0;
   size_t frame_len = 0;
   uint64_t first_ns = 0, last_ns = 0, max_lag_ns = 0;
+  bool stopped = false;  // by SIGINT/SIGTERM before the end
 };
 
 class Pacer {
@@ -335,7 +355,7 @@ Result<SendReport> run(const Options& o) {
   const Pacer pacer(t0, o.pps);
   const uint64_t give_up_ns = pacer.due_ns(r.planned - 1) + uint64_t(o.grace_s * 1e9);
 
-  while (r.sent < r.planned) {
+  while (r.sent < r.planned && !g_stop) {
     const uint64_t now = mono_ns();
     const uint64_t due = std::min(pacer.due_count(now), r.planned);
     if (due <= r.sent) {
@@ -373,6 +393,7 @@ Result<SendReport> run(const Options& o) {
     }
     if (unsigned(got) < n) ++r.retries;  // the rest stays due and goes in the next call
   }
+  r.stopped = g_stop != 0;
   return r;
 }
 
@@ -390,6 +411,7 @@ int main(int argc, char** argv) {
     usage(stdout);
     return 0;
   }
+  stop_on_signals();
   auto r = run(o);
   if (!r) {
     std::fprintf(stderr, "sluice-sender: %s\n", r.error().message.c_str());
@@ -400,14 +422,14 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"iface\": \"%s\", \"target_pps\": %.3f, \"planned\": %llu, \"packets\": %llu, "
       "\"bytes\": %llu, \"frame_size\": %u, \"flows\": %llu, \"duration_s\": %.6f, "
-      "\"achieved_pps\": %.3f, \"max_lag_us\": %.1f, \"retries\": %llu, \"unsent\": %llu}\n",
+      "\"achieved_pps\": %.3f, \"max_lag_us\": %.1f, \"retries\": %llu, \"unsent\": %llu, \"stopped\": %s}\n",
       o.iface.c_str(), o.pps, static_cast<unsigned long long>(r->planned),
       static_cast<unsigned long long>(r->sent), static_cast<unsigned long long>(r->bytes),
       unsigned(r->frame_len),
       static_cast<unsigned long long>(o.flows), duration_s, achieved, double(r->max_lag_ns) / 1e3,
       static_cast<unsigned long long>(r->retries),
-      static_cast<unsigned long long>(r->planned - r->sent));
-  if (r->sent < r->planned)
+      static_cast<unsigned long long>(r->planned - r->sent), r->stopped ? "true" : "false");
+  if (r->sent < r->planned && !r->stopped)
     std::fprintf(stderr, "sluice-sender: %llu of %llu packets could not be sent in time\n",
                  static_cast<unsigned long long>(r->planned - r->sent),
                  static_cast<unsigned long long>(r->planned));

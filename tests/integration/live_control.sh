@@ -28,7 +28,9 @@ it_need_bin SLUICED SENDER SLUICECTL
 python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
   it_skip "the kernel has no AF_XDP sockets"
 
-RATE1=1000 RATE2=2500 RATE3=1500 OFFER=4000 SECS=14
+# The sender runs until the last read is taken (it_stop below); SECS only bounds it. A fixed
+# 14 s once ran out before the last phase on a loaded host, where each sluicectl call is slow.
+RATE1=1000 RATE2=2500 RATE3=1500 OFFER=4000 SECS=300
 NS_DP=sl-dp-$IT_ID NS_TX=sl-tx-$IT_ID
 DP_IF=sld$IT_ID TX_IF=slt$IT_ID
 SOCK=$IT_DIR/ctl/sluiced.sock
@@ -134,8 +136,9 @@ grep -q '^web ' "$IT_DIR/list-good.txt" || it_fail "config load did not add web"
 sleep 0.3
 rate_window r3a r3b
 
-it_wait_exit "$S_PID" $((SECS + 20))
-[ "$IT_RC" = 0 ] || { cat "$IT_DIR/sender.err"; it_fail "sender: exit status $IT_RC"; }
+it_stop "$S_PID" 10 INT
+grep -q '"stopped": true' "$IT_DIR/sender.json" ||
+  it_fail "the sender ran out before the last read: $(cat "$IT_DIR/sender.json")"
 read_stats last
 it_stop "$DP_PID" 20 TERM
 it_report_table "$IT_DIR/report.json"
