@@ -124,6 +124,19 @@ Status run_config_check(CommandContext& c) {
                                             std::to_string(mem.flows) + " flows (" +
                                             std::to_string(per_rule) +
                                             " per keyed rule without max-flows)";
+  if (c.choice != nullptr && !c.choice->xdp_iface.empty()) {
+    // The XDP backend runs fewer kinds of rule (no shaping, at most 256) and its tables cost
+    // more a flow: ok here must mean that `--xdp IFACE config load` takes the file.
+#ifdef SLUICE_HAVE_XDP
+    auto xdp = xdp_check_rules(*rules);
+    // Exit 2, as `--xdp IFACE config load` refuses it (XdpCtlBackend: the file is at fault).
+    if (!xdp) return usage_error(c.args->file + ": " + xdp.error().message);
+    tables = *xdp;
+#else
+    return usage_error("--xdp " + c.choice->xdp_iface +
+                       ": the XDP backend is not available in this build");
+#endif
+  }
   print(c, c.args->file + ": ok, " + std::to_string(rules->rules.size()) + " rule(s), default " +
                format_action(rules->default_action) + "; " + tables + "\n");
   return Ok{};

@@ -32,6 +32,7 @@ struct CommandArgs {
 struct CommandContext {
   const CommandArgs* args = nullptr;
   Backend* backend = nullptr;  // null for commands that need none
+  const BackendChoice* choice = nullptr;  // the backend the global options name
   std::FILE* out = stdout;
   std::FILE* in = stdin;  // `rule add -`
 };

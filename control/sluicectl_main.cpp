@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   CommandContext context;
   context.args = &cli->args;
   context.backend = backend.get();
+  context.choice = &cli->backend;
   auto done = command->run(context);
   if (!done) {
     std::fprintf(stderr, "sluicectl: %s\n", done.error().message.c_str());

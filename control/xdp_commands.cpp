@@ -7,6 +7,7 @@
 
 #include "rules_loader.hpp"
 #include "xdp_backend.hpp"
+#include "xdp_rules_check.hpp"
 
 namespace sluice::ctl {
 
@@ -41,6 +42,16 @@ Status run_xdp_detach(CommandContext& c) {
   if (Status s = (*be)->detach(); !s) return Status(s.error());
   std::fprintf(c.out, "%s: sluice detached\n", a.name.c_str());
   return Ok{};
+}
+
+Result<std::string> xdp_check_rules(const RuleSet& rules) {
+  // The memory sluicectl could have now: attach creates the tables in this process's name.
+  auto need = xdp::check_xdp_rule_set(rules, SL_XDP_DEFAULT_FLOWS, memory_available_now());
+  if (!need) return need.error();
+  if (need->flows == 0) return std::string("no XDP flow tables (no keyed rules)");
+  return "XDP flow tables " + format_memory_size(need->bytes) + " for " +
+         std::to_string(need->flows) + " flows (" + std::to_string(SL_XDP_DEFAULT_FLOWS) +
+         " per keyed rule without max-flows)";
 }
 
 }  // namespace sluice::ctl

@@ -10,4 +10,9 @@ namespace sluice::ctl {
 Status run_xdp_attach(CommandContext& c);  // args: name = IFACE, by = mode, file = rules
 Status run_xdp_detach(CommandContext& c);  // args: name = IFACE
 
+// `sluicectl --xdp IFACE config check FILE`'s verdict on a loaded file: what the XDP backend
+// would refuse of it on a first attach (xdp_rules_check.hpp), else the phrase naming its flow
+// tables' kernel memory ("XDP flow tables 16.0 MiB for 65536 flows (...)").
+Result<std::string> xdp_check_rules(const RuleSet& rules);
+
 }  // namespace sluice::ctl

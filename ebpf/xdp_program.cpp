@@ -21,6 +21,7 @@
 #include "xdp_match_maps.hpp"
 #include "xdp_rule_swap.hpp"
 #include "xdp_rules.hpp"
+#include "xdp_rules_check.hpp"
 
 namespace sluice::xdp {
 namespace {
@@ -147,16 +148,7 @@ Status XdpProgram::check_fresh_tables(const std::vector<uint16_t>& slots,
     size_t i = 0;
     while (i < entries.size() && entries[i].state != slot) ++i;
     if (i == entries.size() || i >= rules.size()) return make_error("no rule for a fresh XDP slot");
-    const Rule& r = rules[i];
-    if (r.key == KeyMode::none) continue;
-    const uint64_t flows = r.max_flows ? r.max_flows : opts_.default_max_flows;
-    if (flows > kMaxFlowTableEntries)
-      return invalid_input("rule \"" + r.name + "\": max-flows " + std::to_string(flows) +
-                           " is above what an XDP flow table holds (" +
-                           std::to_string(kMaxFlowTableEntries) + " flows, " +
-                           format_memory_size(flow_table_bytes(kMaxFlowTableEntries)) + ")");
-    need.flows += flows;
-    need.bytes += flow_table_bytes(flows);
+    if (Status s = add_xdp_flow_table(need, rules[i], opts_.default_max_flows); !s) return s;
   }
   if (need.bytes == 0) return Ok{};
   const std::optional<uint64_t> available = memory_available_now();
@@ -220,16 +212,10 @@ static void wait_for_readers() {
   if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) usleep(10000);
 }
 
-static Status check_rules_text_size(const std::string& yaml) {
-  if (yaml.size() > SL_XDP_RULES_TEXT_MAX)
-    return make_error("the rules file is too large for the XDP backend (over 1 MiB as YAML)");
-  return Ok{};
-}
-
 Status XdpProgram::check_rules(const RuleSet& rules) const {
   auto compiled = compile_xdp_rules(rules, opts_.stale_read_tolerance_ns);
   if (!compiled) return compiled.error();
-  if (Status s = check_rules_text_size(dump_rules_yaml(rules)); !s) return s;
+  if (Status s = check_xdp_rules_text(dump_rules_yaml(rules)); !s) return s;
   const RuleSwapPlan plan = plan_rule_swap(rules_.rules, entries_, rules.rules,
                                            std::move(compiled->rules));
   return check_fresh_tables(plan.fresh_slots, rules.rules, plan.rules);
@@ -240,7 +226,7 @@ Status XdpProgram::set_rules(const RuleSet& rules) {
   if (!compiled) return compiled.error();
   auto text = std::make_unique<sl_rules_text>();
   const std::string yaml = dump_rules_yaml(rules);
-  if (Status s = check_rules_text_size(yaml); !s) return s;
+  if (Status s = check_xdp_rules_text(yaml); !s) return s;
   text->len = uint32_t(yaml.size());
   std::memcpy(text->text, yaml.data(), yaml.size());
   auto cfg = read_config();

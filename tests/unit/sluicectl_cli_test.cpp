@@ -126,6 +126,39 @@ TEST_F(SluicectlCli, ConfigCheckNeedsNoBackendAndNamesTheBadLine) {
   EXPECT_NE(missing.err.find("cannot open"), std::string::npos) << missing.err;
 }
 
+#ifdef SLUICE_HAVE_XDP
+// With --xdp, config check holds the file to what the XDP backend runs, as its config load
+// would (exit 2, the same reason): no shaping, tables of at most 2^24 flows at the XDP
+// table's 256 bytes a flow. It needs no attached program: the interface is not looked up.
+TEST_F(SluicectlCli, ConfigCheckWithXdpIsHeldToWhatTheXdpBackendRuns) {
+  Exit ok = run({"--xdp", "nosuch0", "config", "check", path("rules.yaml")});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  // One keyed rule of the default 65,536 flows: 16 MiB in the kernel (4 MiB in sluiced).
+  EXPECT_NE(ok.out.find("ok, 2 rule(s), default pass; XDP flow tables 16.0 MiB for 65536 flows"),
+            std::string::npos) << ok.out;
+  Exit dpdk = run({"config", "check", path("rules.yaml")});
+  EXPECT_NE(dpdk.out.find("; flow tables 2.0 MiB for 65536 flows"), std::string::npos) << dpdk.out;
+
+  std::ofstream(path("shaping.yaml"))
+      << "rules:\n  - {name: shape, match: {proto: udp}, key: none, rate: 1kpps, burst: 10,\n"
+         "     algorithm: leaky-bucket, max-delay: 10ms}\n";
+  EXPECT_EQ(run({"config", "check", path("shaping.yaml")}).code, 0) << "sluiced shapes";
+  Exit shaping = run({"--xdp", "nosuch0", "config", "check", path("shaping.yaml")});
+  EXPECT_EQ(shaping.code, 2);
+  EXPECT_NE(shaping.err.find(path("shaping.yaml") + ": rule \"shape\": leaky-bucket shapes traffic"),
+            std::string::npos) << shaping.err;
+  EXPECT_EQ(shaping.out, "");
+
+  std::ofstream(path("huge.yaml"))
+      << "rules:\n  - {name: huge, match: {proto: udp}, key: src-ip, rate: 1kpps, burst: 10,\n"
+         "     max-flows: 20000000}\n";
+  Exit huge = run({"--xdp", "nosuch0", "config", "check", path("huge.yaml")});
+  EXPECT_EQ(huge.code, 2);
+  EXPECT_NE(huge.err.find("max-flows 20000000 is above what an XDP flow table holds (16777216 flows"),
+            std::string::npos) << huge.err;
+}
+#endif
+
 TEST_F(SluicectlCli, BadUsageIsExit2WithTheReason) {
   const struct {
     std::vector<std::string> args;
