@@ -74,7 +74,7 @@ machine() {
 # share one CPU, and then measure no contention at all. The mutex's threads also sleep on
 # purpose (futex), so its 2-thread runs all count; "CPUs busy" shows how much they slept.
 core_table() {
-  python3 - "$1" <<'EOF'
+  /usr/bin/python3 - "$1" <<'EOF'
 import json, statistics, sys
 reps = {}
 benchmarks = json.load(open(sys.argv[1]))["benchmarks"]
@@ -408,7 +408,7 @@ mode_control() {
 # Replaces the lines between "<!-- bench:MODE:begin -->" and "<!-- bench:MODE:end -->".
 write_doc() {
   local mode=$1 body=$2
-  python3 - "$DOC" "$mode" "$body" <<'EOF'
+  /usr/bin/python3 - "$DOC" "$mode" "$body" <<'EOF'
 import sys
 path, mode, body = sys.argv[1:]
 begin, end = f"<!-- bench:{mode}:begin -->", f"<!-- bench:{mode}:end -->"

@@ -197,7 +197,7 @@ for f in $FLOWS; do
   ((p > MAX_PACKETS)) && MAX_PACKETS=$p
   log "trace: $f flows, $p packets of 64 bytes"
   "$TRACEGEN" --out "$WORK/f$f.rr.pcap" --flows "$f" --packets "$p" --size 64 >/dev/null
-  python3 bench/dataplane/pcap_shuffle.py "$WORK/f$f.rr.pcap" "$WORK/f$f.pcap" --seed 1 \
+  /usr/bin/python3 bench/dataplane/pcap_shuffle.py "$WORK/f$f.rr.pcap" "$WORK/f$f.pcap" --seed 1 \
     --split "$WORK/f$f" --peer-fields
   rm -f "$WORK/f$f.rr.pcap"
 done
@@ -208,11 +208,11 @@ if [ -n "$RULES_SCALE" ]; then
   log "trace: rules at scale, $SCALE_FLOWS flows from 192.0.2.0/22, $p packets of 64 bytes"
   "$TRACEGEN" --out "$WORK/scale.rr.pcap" --flows "$SCALE_FLOWS" --packets "$p" --size 64 \
     --src-base 192.0.2.0 >/dev/null
-  python3 bench/dataplane/pcap_shuffle.py "$WORK/scale.rr.pcap" "$WORK/scale.pcap" --seed 1
+  /usr/bin/python3 bench/dataplane/pcap_shuffle.py "$WORK/scale.rr.pcap" "$WORK/scale.pcap" --seed 1
   rm -f "$WORK/scale.rr.pcap"
   for n in $RULES_SCALE; do
     for shape in prefix port-range mix; do
-      python3 bench/dataplane/rules_scale.py "$shape" "$n" "$WORK/scale-$shape-$n.yaml"
+      /usr/bin/python3 bench/dataplane/rules_scale.py "$shape" "$n" "$WORK/scale-$shape-$n.yaml"
     done
   done
 fi
@@ -342,10 +342,10 @@ run() {
   CHILD=""
   rm -rf "/var/run/dpdk/$prefix"
   local mpps cpu conform="" active="" evicted=""
-  mpps=$(python3 -c "print(f'{($o2 - $o1) / ($t2 - $t1) / 1e6:.3f}')")
-  cpu=$(python3 -c "print(f'{($c2 - $c1) / $HZ / ($t2 - $t1):.2f}')")
+  mpps=$(/usr/bin/python3 -c "print(f'{($o2 - $o1) / ($t2 - $t1) / 1e6:.3f}')")
+  cpu=$(/usr/bin/python3 -c "print(f'{($c2 - $c1) / $HZ / ($t2 - $t1):.2f}')")
   if [ -f "$report" ]; then
-    read -r conform active evicted < <(python3 - "$report" <<'EOF'
+    read -r conform active evicted < <(/usr/bin/python3 - "$report" <<'EOF'
 import json, sys
 rules = json.load(open(sys.argv[1]))["rules"]
 if rules:
@@ -379,7 +379,7 @@ if [ -n "$RULES_SCALE" ]; then
     done
   done
   LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
-  python3 bench/dataplane/rules_scale_table.py "$RESULTS" "$RULES_SCALE"
+  /usr/bin/python3 bench/dataplane/rules_scale_table.py "$RESULTS" "$RULES_SCALE"
   cat <<EOF
 
 - command: \`$COMMAND\`, $REPS repetitions of ${DURATION} s after ${WARMUP} s warm-up, bursts of $BURST, runs interleaved
@@ -425,7 +425,7 @@ fi
 
 # ------------------------------------------------------------------------------ report
 
-python3 - "$RESULTS" "$TRACES" "$TWO_WORKERS" "$PEERS" <<'EOF'
+/usr/bin/python3 - "$RESULTS" "$TRACES" "$TWO_WORKERS" "$PEERS" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 traces = {int(f): int(p) for f, p in (e.split(":") for e in sys.argv[2].split())}

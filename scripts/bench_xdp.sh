@@ -74,7 +74,7 @@ for mode in native skb; do
     sent=$(ip netns exec "$A" "$SENDER" --iface "xa$IT_ID" --pps 20000000 \
       --seconds "$SECONDS_LIVE" --flows 1000 2>/dev/null)
     wait "$seen_pid"
-    python3 - "$program" "$mode" "$sent" "$(cat "$IT_DIR/seen")" "$SECONDS_LIVE" \
+    /usr/bin/python3 - "$program" "$mode" "$sent" "$(cat "$IT_DIR/seen")" "$SECONDS_LIVE" \
       "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import json, sys
 program, mode, sent, seen, seconds, load = sys.argv[1:]

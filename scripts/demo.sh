@@ -268,7 +268,7 @@ if [[ $MODE == xdp ]]; then
   if [[ -e /sys/fs/bpf/sluice/$DP_IF ]]; then echo "demo: pins left after detach" >&2; exit 1; fi
   echo "   (nothing attached to $DP_IF, nothing pinned under /sys/fs/bpf/sluice)"
   echo
-  python3 - "$IT_DIR" <<'EOF'
+  /usr/bin/python3 - "$IT_DIR" <<'EOF'
 import json, sys, glob, os
 d = sys.argv[1]
 sent = {os.path.basename(f)[:-5]: json.load(open(f)) for f in sorted(glob.glob(d + "/p*.json"))}
@@ -298,7 +298,7 @@ echo "== stopping sluiced (SIGINT): final counters"
 it_stop "$DP_PID" 20 INT
 wait "$SHOW_PID" 2>/dev/null || true
 echo
-python3 - "$IT_DIR" <<'EOF'
+/usr/bin/python3 - "$IT_DIR" <<'EOF'
 import json, sys, glob, os
 d = sys.argv[1]
 sent = {}

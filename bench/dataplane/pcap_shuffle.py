@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Benchmark helper (scripts/bench_dataplane.sh): random flow order for a sluice-tracegen trace.
 
   pcap_shuffle.py IN.pcap OUT.pcap [--seed N] [--split PREFIX] [--peer-fields]

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Benchmark helper (scripts/bench_dataplane.sh --rules-scale): a rules file of N keyed rules.
 
   rules_scale.py SHAPE N OUT.yaml        SHAPE: prefix | port-range | mix

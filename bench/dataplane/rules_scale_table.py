@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Benchmark helper (scripts/bench_dataplane.sh --rules-scale): results.csv -> markdown.
 
   rules_scale_table.py RESULTS.csv "1 100 1000 10000"

@@ -28,7 +28,7 @@ send() {  # N frames of flow 198.18.0.1 -> udp port 9
 }
 # The matched packets of rule $1 in `stats --json`.
 matched() {
-  ctl --xdp "$RX" stats --json | python3 -c '
+  ctl --xdp "$RX" stats --json | /usr/bin/python3 -c '
 import json, sys
 print(next(r["matched_packets"] for r in json.load(sys.stdin)["rules"] if r["name"] == sys.argv[1]))
 ' "$1"
@@ -162,7 +162,7 @@ Y
 ctl --xdp "$RX" rule add "$IT_DIR/few.yaml" >/dev/null || it_fail "rule add few"
 ip netns exec "$B" "$SENDER" --iface "$TX" --pps 1000 --packets 20 --flows 20 --dst-port 7 \
   --src-base 198.19.0.1 >/dev/null
-ctl --xdp "$RX" stats --json | python3 -c '
+ctl --xdp "$RX" stats --json | /usr/bin/python3 -c '
 import json, sys
 rules = {r["name"]: r for r in json.load(sys.stdin)["rules"]}
 few, udp9 = rules["few"], rules["udp9"]

@@ -20,7 +20,7 @@ it_init unit_caps
 unset LIBXDP_SKIP_DISPATCHER
 it_need_bin SLUICED SLUICECTL
 [ "$(nproc)" -ge 2 ] || it_skip "needs 2 CPUs (a main and a worker lcore)"
-python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
+/usr/bin/python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
   it_skip "the kernel has no AF_XDP sockets"
 for t in setpriv prlimit capsh; do command -v $t >/dev/null || it_skip "$t is not installed"; done
 

@@ -29,7 +29,7 @@ it_init af_xdp_mbufs
 it_need_bin SLUICED SENDER
 
 [ "$(nproc)" -ge 2 ] || it_skip "needs 2 CPUs (a main and a worker lcore)"
-python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
+/usr/bin/python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
   it_skip "the kernel has no AF_XDP sockets"
 
 NS_DP=sl-md-$IT_ID NS_TX=sl-mt-$IT_ID
@@ -70,7 +70,7 @@ fi
 # What the driver took at set-up, as sluiced logged it ("" if nothing: copy mode).
 LOGGED=$(sed -n 's/.*net_af_xdp holds \([0-9]*\) mbufs.*/\1/p' "$IT_DIR/sluiced.err" | head -1)
 
-python3 - "$IT_DIR/report.json" "${LOGGED:-0}" <<'EOF'
+/usr/bin/python3 - "$IT_DIR/report.json" "${LOGGED:-0}" <<'EOF'
 import json, sys
 rep = json.load(open(sys.argv[1]))
 logged = int(sys.argv[2])

@@ -29,7 +29,7 @@ it_init af_xdp_rate
 it_need_bin SLUICED SENDER
 
 [ "$(nproc)" -ge 2 ] || it_skip "needs 2 CPUs (a main and a worker lcore)"
-python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
+/usr/bin/python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
   it_skip "the kernel has no AF_XDP sockets"
 
 RATE=20000 BURST=2000 OFFER=40000
@@ -80,7 +80,7 @@ sleep 0.3  # let the worker take what is still in its RX ring
 it_stop "$DP_PID" 20
 it_report_table "$IT_DIR/report.json"
 
-python3 - "$IT_DIR" $RATE $BURST $PS_RATE $PS_BURST $TOL <<'EOF'
+/usr/bin/python3 - "$IT_DIR" $RATE $BURST $PS_RATE $PS_BURST $TOL <<'EOF'
 import json, sys
 d, rate, burst, ps_rate, ps_burst, tol = sys.argv[1], *map(float, sys.argv[2:])
 rep = json.load(open(d + "/report.json"))

@@ -85,7 +85,9 @@ it_init() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
   [ "$(id -u)" = 0 ] || it_skip "needs root (network namespaces, veth, DPDK)"
-  command -v python3 >/dev/null || it_fail "python3 is not installed (scripts/setup-deps.sh installs it)"
+  # Debian's python3 by its path, in every script: another python3 first on PATH (a pyenv
+  # shim on the development machines) took 0.6 s a start, inside windows the tests time.
+  [ -x /usr/bin/python3 ] || it_fail "/usr/bin/python3 is not installed (scripts/setup-deps.sh installs it)"
   IT_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sluice-it-$IT_NAME.XXXXXX")
   IT_ID=$$
   [ $net = 1 ] || return 0
@@ -290,7 +292,7 @@ it_last_port_rx() {
 
 # it_report_table FILE...: prints each REPORT.json's rule counters as a table (for the log).
 it_report_table() {
-  python3 - "$@" <<'EOF'
+  /usr/bin/python3 - "$@" <<'EOF'
 import json, sys
 cols = ["matched", "conformed", "exceeded", "passed", "dropped", "marked", "malformed"]
 for path in sys.argv[1:]:
@@ -333,7 +335,7 @@ it_watch_rule() {
   # Real-time priority when allowed: polling lcores on every CPU must not delay the stamps.
   it_rt_prefix rt
   # shellcheck disable=SC2086
-  it_spawn "$var" /dev/null "$out.err" $rt python3 -u -c '
+  it_spawn "$var" /dev/null "$out.err" $rt /usr/bin/python3 -u -c '
 import sys, time
 path, rule, out = sys.argv[1:4]
 while True:
@@ -361,4 +363,4 @@ with open(out, "w") as o:
 }
 
 # it_monotonic: CLOCK_MONOTONIC in seconds (the watcher's clock).
-it_monotonic() { python3 -c 'import time; print("%.4f" % time.monotonic())'; }
+it_monotonic() { /usr/bin/python3 -c 'import time; print("%.4f" % time.monotonic())'; }

@@ -25,7 +25,7 @@ it_init live_control
 it_need_bin SLUICED SENDER SLUICECTL
 
 [ "$(nproc)" -ge 2 ] || it_skip "needs 2 CPUs (a main and a worker lcore)"
-python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
+/usr/bin/python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
   it_skip "the kernel has no AF_XDP sockets"
 
 # The sender runs until the last read is taken (it_stop below); SECS only bounds it. A fixed
@@ -143,7 +143,7 @@ read_stats last
 it_stop "$DP_PID" 20 TERM
 it_report_table "$IT_DIR/report.json"
 
-python3 - "$IT_DIR" $RATE1 $RATE2 $RATE3 <<'EOF'
+/usr/bin/python3 - "$IT_DIR" $RATE1 $RATE2 $RATE3 <<'EOF'
 import json, sys
 d = sys.argv[1]
 want = [int(x) for x in sys.argv[2:5]]

@@ -23,7 +23,7 @@ it_init operator_reads
 it_need_bin SLUICED SENDER SLUICECTL
 
 [ "$(nproc)" -ge 2 ] || it_skip "needs 2 CPUs (a main and a worker lcore)"
-python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
+/usr/bin/python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null ||
   it_skip "the kernel has no AF_XDP sockets"
 
 RATE=2000 BURST=200 OFFER=6000 SECS=300
@@ -65,7 +65,7 @@ for i in 1 2 3 4 5; do
   "$SLUICECTL" --socket "$SOCK" stats --json >"$IT_DIR/live-$i.json" ||
     it_fail "sluicectl stats --json failed"
 done
-ip netns exec "$NS_DP" python3 -c '
+ip netns exec "$NS_DP" /usr/bin/python3 -c '
 import sys, urllib.request
 print(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())
 ' "$PORT" >"$IT_DIR/metrics.txt" || it_fail "GET /metrics failed"
@@ -79,7 +79,7 @@ it_stop "$DP_PID" 20
 it_report_table "$IT_DIR/report.json"
 [ ! -e "$SOCK" ] || it_fail "the control socket outlived sluiced"
 
-python3 - "$IT_DIR" <<'EOF'
+/usr/bin/python3 - "$IT_DIR" <<'EOF'
 import json, re, sys
 d = sys.argv[1]
 fails = []

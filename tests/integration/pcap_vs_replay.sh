@@ -103,7 +103,7 @@ it_log "live: port 0 received all $TOTAL packets; stopping with SIGINT"
 it_stop "$DP_PID" 20 INT
 it_report_table "$D/replay.json" "$D/live.json"
 
-python3 - "$D/replay.json" "$D/live.json" <<'EOF'
+/usr/bin/python3 - "$D/replay.json" "$D/live.json" <<'EOF'
 import json, sys
 replay, live = (json.load(open(p)) for p in sys.argv[1:3])
 fails, exact, compared = [], 0, 0

@@ -61,7 +61,7 @@ T_EXIT=$(it_monotonic)
 kill "$W_PID" 2>/dev/null || true
 it_report_table "$D/report.json"
 
-python3 - "$D/report.json" "$D/tables.txt" $RATE $BURST $SOURCES $PS_BURST "$T_LAUNCH" "$T_EXIT" <<'EOF'
+/usr/bin/python3 - "$D/report.json" "$D/tables.txt" $RATE $BURST $SOURCES $PS_BURST "$T_LAUNCH" "$T_EXIT" <<'EOF'
 import json, sys
 rep = json.load(open(sys.argv[1]))
 rate, burst, sources, ps_burst = float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])

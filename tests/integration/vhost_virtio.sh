@@ -73,7 +73,7 @@ kill "$W_PID" 2>/dev/null || true
 grep -E "Forward statistics" -A3 "$D/testpmd.out" | head -4 || true
 it_report_table "$D/report.json"
 
-python3 - "$D/report.json" "$D/tables.txt" $FLOWS $RATE $BURST <<'EOF'
+/usr/bin/python3 - "$D/report.json" "$D/tables.txt" $FLOWS $RATE $BURST <<'EOF'
 import json, sys
 rep = json.load(open(sys.argv[1]))
 flows, rate, burst = int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
