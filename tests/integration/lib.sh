@@ -325,6 +325,24 @@ it_rt_prefix() {
 # all net_af_xdp needs). `ip netns exec` hides /sys/fs/bpf anyway, which has the same effect.
 export LIBXDP_SKIP_DISPATCHER=1
 
+# it_wait_for_matched SOCK RULE PID TIMEOUT_S: waits until sluiced (control socket SOCK) has
+# matched a packet to RULE, failing the test if the sender PID ends first or TIMEOUT_S pass. A
+# test measures traffic from then on, not after a fixed sleep: a sender's start (netns,
+# socket, real-time class) can take seconds on a loaded host.
+it_wait_for_matched() {
+  local sock=$1 rule=$2 pid=$3 timeout=$4 n _
+  for _ in $(seq $((timeout * 10))); do
+    n=$(timeout 10 "$SLUICECTL" --socket "$sock" stats --json | /usr/bin/python3 -c '
+import json, sys
+print(next(r["matched_packets"] for r in json.load(sys.stdin)["rules"] if r["name"] == sys.argv[1]))
+' "$rule") || it_fail "sluicectl stats --json failed while waiting for traffic"
+    [ "$n" -gt 0 ] && return 0
+    kill -0 "$pid" 2>/dev/null || it_fail "the sender ended before rule $rule matched a packet"
+    sleep 0.1
+  done
+  it_fail "no packet matched rule $rule within ${timeout} s"
+}
+
 # it_watch_rule VAR FILE RULE OUT: starts a watcher (PID in VAR) that follows sluiced's stdout
 # in FILE and, for every counters table (--stats-interval), appends to OUT the line
 # "T MATCHED CONFORMED FLOWS" for RULE, T being CLOCK_MONOTONIC seconds when the watcher saw

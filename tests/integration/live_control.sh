@@ -77,7 +77,13 @@ it_rt_prefix RT
 it_spawn S_PID "$IT_DIR/sender.json" "$IT_DIR/sender.err" $RT ip netns exec "$NS_TX" \
   taskset -c 0 "$SENDER" --iface "$TX_IF" --src-base 198.18.0.1 --dst 198.19.0.1 \
   --dst-port 9 --pps $OFFER --seconds $SECS
-sleep 1.5
+
+# The first window starts once the sender's packets reach the rule, not after a fixed wait:
+# on a loaded host the sender's start took longer than the 1.5 s this used to sleep, and the
+# first window read "offered 0 pps".
+it_wait_for_matched "$SOCK" flood "$S_PID" 20
+# Past the bucket's burst (100 at most; the offer is 4x the rate) into the steady state.
+sleep 0.5
 
 # read NAME: the counters now, as $IT_DIR/NAME.json, with the monotonic time of the read.
 read_stats() {

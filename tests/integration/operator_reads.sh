@@ -53,7 +53,8 @@ it_rt_prefix RT
 it_spawn S_PID "$IT_DIR/sender.json" "$IT_DIR/sender.err" $RT ip netns exec "$NS_TX" \
   taskset -c 0 "$SENDER" --iface "$TX_IF" --src-base 198.18.0.1 --dst 198.19.0.1 \
   --dst-port 9 --pps $OFFER --seconds $SECS
-sleep 2
+it_wait_for_matched "$SOCK" flood "$S_PID" 20
+sleep 1
 
 it_log "halfway: reading the running sluiced"
 # --watch first: its tables must fall while traffic flows, and each read below can take half a
