@@ -11,8 +11,14 @@
 #     word. Checked: over the whole run, conformed <= B + r*T_run (T_run from sluiced's launch
 #     to its exit); and over every interval between two of sluiced's counters tables (printed
 #     every 0.1 s, stamped by a watcher), conformed grew by at most B + r*(dt + lambda),
-#     lambda = 0.03 s for the table latency, plus one burst per worker (64 packets) for
-#     counters read while the workers run. And close to it: over the longest interval at
+#     lambda = 0.2 s, plus one burst per worker (64 packets) for counters read while the
+#     workers run. lambda is the spread of one table's counts, not only its latency: each
+#     worker hands over its counts when it next polls, so a worker off its CPU (the VM's vCPU
+#     preempted by the host: 60 ms seen on an otherwise idle machine) gives a table whose other
+#     worker's counts are that much older than its stamp; 0.2 s is the dataplane's patience
+#     for an answer (kHandoffPatienceUs). Buckets per lcore (2r) still exceed the bound over
+#     any interval longer than ~0.25 s, and the whole-run bound above stays exact. And close
+#     to it: over the longest interval at
 #     least 95% of r*(dt - lambda) - B (the offered load is hundreds of times the rate; only a gap of
 #     both workers longer than B/r = 10 ms, on a loaded machine, loses refill).
 #   - udp dst-port 54 from 10 sources -> rule `per-src`: key src-ip, 0.01 pps, burst 50. One
@@ -80,7 +86,7 @@ tables = [tuple(float(x) for x in l.split()) for l in open(sys.argv[2]) if l.str
 # Tables while the workers ran: those before the final count (the last ones follow SIGINT).
 final = agg["matched_packets"]
 run = [t for t in tables if t[1] < final]
-lam, slack = 0.03, 2 * 64 + 1
+lam, slack = 0.2, 2 * 64 + 1
 worst = 0.0
 n = 0
 for i in range(len(run)):
