@@ -153,7 +153,7 @@ Status XdpProgram::check_fresh_tables(const std::vector<uint16_t>& slots,
   if (need.bytes == 0) return Ok{};
   const std::optional<uint64_t> available = memory_available_now();
   if (!available) return Ok{};
-  return check_flow_memory(need, *available);
+  return check_flow_memory(need, *available, "");
 }
 
 Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots,

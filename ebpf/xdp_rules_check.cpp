@@ -34,7 +34,7 @@ Result<FlowMemory> check_xdp_rule_set(const RuleSet& rules, uint64_t default_max
   for (const Rule& r : rules.rules)
     if (Status s = add_xdp_flow_table(need, r, default_max_flows); !s) return s.error();
   if (available && need.bytes != 0)
-    if (Status s = check_flow_memory(need, *available); !s) return s.error();
+    if (Status s = check_flow_memory(need, *available, ""); !s) return s.error();
   return need;
 }
 

@@ -56,17 +56,21 @@ std::string format_memory_size(uint64_t bytes) {
 }
 
 Status check_flow_memory(const RuleSet& rules, uint64_t default_max_flows,
-                         uint64_t available_bytes) {
-  return check_flow_memory(flow_table_memory(rules, default_max_flows), available_bytes);
+                         uint64_t available_bytes, std::string_view capacity_option) {
+  return check_flow_memory(flow_table_memory(rules, default_max_flows), available_bytes,
+                           capacity_option);
 }
 
-Status check_flow_memory(const FlowMemory& m, uint64_t available_bytes) {
+Status check_flow_memory(const FlowMemory& m, uint64_t available_bytes,
+                         std::string_view capacity_option) {
   if (m.bytes <= available_bytes) return Ok{};
   return invalid_input("flow tables need " + format_memory_size(m.bytes) + " (" +
                        std::to_string(m.bytes) + " bytes) for " + std::to_string(m.flows) +
                        " flows, more than the " + format_memory_size(available_bytes) + " (" +
                        std::to_string(available_bytes) +
-                       " bytes) of memory available; lower max-flows or --flows");
+                       " bytes) of memory available; lower max-flows" +
+                       (capacity_option.empty() ? std::string()
+                                                : " or " + std::string(capacity_option)));
 }
 
 std::optional<uint64_t> parse_mem_available(std::string_view meminfo) {
@@ -168,10 +172,11 @@ std::optional<uint64_t> memory_available_now() {
   return available ? available : headroom;
 }
 
-Status check_flow_memory_available(const RuleSet& rules, uint64_t default_max_flows) {
+Status check_flow_memory_available(const RuleSet& rules, uint64_t default_max_flows,
+                                   std::string_view capacity_option) {
   std::optional<uint64_t> available = memory_available_now();
   if (!available) return Ok{};
-  return check_flow_memory(rules, default_max_flows, *available);
+  return check_flow_memory(rules, default_max_flows, *available, capacity_option);
 }
 
 }  // namespace sluice

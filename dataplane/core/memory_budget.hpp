@@ -33,11 +33,15 @@ void add_flow_table(FlowMemory& m, const Rule& r, uint64_t default_max_flows);
 // "6.0 MiB", "1.5 GiB", "512 B": for messages.
 std::string format_memory_size(uint64_t bytes);
 
-// Refuses a rule set whose flow tables need more than `available_bytes`, with both figures.
+// Refuses a rule set whose flow tables need more than `available_bytes`, with both figures
+// and what to lower: max-flows, and `capacity_option` when the program has an option that
+// sets default_max_flows (sluiced's live `--flows`; "" for replay and the XDP backend, which
+// have none, so the message does not send an operator to an option that is refused).
 Status check_flow_memory(const RuleSet& rules, uint64_t default_max_flows,
-                         uint64_t available_bytes);
+                         uint64_t available_bytes, std::string_view capacity_option);
 // The same for tables of `need` (bytes, flows) worked out elsewhere (the XDP backend's).
-Status check_flow_memory(const FlowMemory& need, uint64_t available_bytes);
+Status check_flow_memory(const FlowMemory& need, uint64_t available_bytes,
+                         std::string_view capacity_option);
 
 // MemAvailable from the text of /proc/meminfo, in bytes; nullopt if it has none.
 std::optional<uint64_t> parse_mem_available(std::string_view meminfo);
@@ -58,6 +62,7 @@ std::optional<uint64_t> memory_available_now();
 
 // check_flow_memory against memory_available_now(); Ok when it is unknown, since then there
 // is nothing to compare with.
-Status check_flow_memory_available(const RuleSet& rules, uint64_t default_max_flows);
+Status check_flow_memory_available(const RuleSet& rules, uint64_t default_max_flows,
+                                   std::string_view capacity_option);
 
 }  // namespace sluice

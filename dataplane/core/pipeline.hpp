@@ -34,6 +34,9 @@ struct RulesSnapshot;
 
 struct PipelineOptions {
   uint64_t default_max_flows = 65536;  // flow slots for a keyed rule without max-flows
+  // The command-line option that sets default_max_flows, named in a refusal for memory
+  // ("--flows" in live mode; none in replay, whose capacity is fixed).
+  const char* default_max_flows_option = "";
   uint64_t hash_seed = 0;              // 0: random per start (SPEC §3 Flows)
   // How stale a worker's clock read may be before a bucket takes it for a backward step.
   // Workers sharing buckets need slack for preemption between clock read and charge; a

@@ -232,7 +232,7 @@ Status check_new_table_memory(const std::vector<Rule>& rs, const RulesSnapshot* 
   if (need.bytes == 0) return Ok{};
   const std::optional<uint64_t> available = opts.memory_available();
   if (!available) return Ok{};
-  return check_flow_memory(need, *available);
+  return check_flow_memory(need, *available, opts.default_max_flows_option);
 }
 
 Status check_tolerance(const PipelineOptions& opts) {

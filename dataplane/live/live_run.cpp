@@ -46,6 +46,7 @@ Result<std::unique_ptr<Pipeline>> make_pipeline(const LiveOptions& opts) {
   if (!rules) return rules.error();
   PipelineOptions popts;
   if (opts.flows != 0) popts.default_max_flows = opts.flows;
+  popts.default_max_flows_option = "--flows";
   popts.hash_seed = opts.hash_seed;
   popts.shaping_horizon_ns = opts.max_delay_ns;
   // The start-up rules, and every rule added while it runs (sluicectl), are held to the

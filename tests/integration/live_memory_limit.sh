@@ -77,6 +77,7 @@ RC=0
   --vdev net_null0 --vdev net_null1 -- --config "$IT_DIR/big.yaml" \
   >"$IT_DIR/start.out" 2>"$IT_DIR/start.err" || RC=$?
 [ "$RC" = 2 ] || it_fail "sluiced started with big.yaml in the cgroup: want exit 2, got $RC: $(tail -3 "$IT_DIR/start.err")"
-grep -q "big.yaml: flow tables need 2.0 GiB .* of memory available" "$IT_DIR/start.err" ||
+grep -q "big.yaml: flow tables need 2.0 GiB .* of memory available; lower max-flows or --flows" \
+  "$IT_DIR/start.err" ||
   it_fail "sluiced's refusal of big.yaml does not say why: $(tail -3 "$IT_DIR/start.err")"
 it_pass "tables beyond the cgroup's memory refused by config diff, config load (sluiced kept running) and at start (exit 2)"

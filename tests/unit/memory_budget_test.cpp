@@ -83,12 +83,23 @@ TEST(MemoryBudget, AFileAtEveryLimitFitsInSixtyFourBits) {
 TEST(MemoryBudget, RefusesMoreThanIsAvailableWithBothFigures) {
   RuleSet rs = load("rules:\n  - {name: a, key: src-ip, rate: 10pps, burst: 5}\n");
   const uint64_t need = (uint64_t{2} << 20) + 2048;  // 16,384 sets and a bit each
-  EXPECT_TRUE(check_flow_memory(rs, 65536, need).ok());
-  Status s = check_flow_memory(rs, 65536, need - 1);
+  EXPECT_TRUE(check_flow_memory(rs, 65536, need, "--flows").ok());
+  Status s = check_flow_memory(rs, 65536, need - 1, "--flows");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message,
             "flow tables need 2.0 MiB (2099200 bytes) for 65536 flows, more than the 2.0 MiB "
             "(2099199 bytes) of memory available; lower max-flows or --flows");
+}
+
+// Replay and the XDP backend have no option for the default capacity: the advice names only
+// what their operator can change.
+TEST(MemoryBudget, RefusalNamesOnlyTheKnobsTheProgramHas) {
+  RuleSet rs = load("rules:\n  - {name: a, key: src-ip, rate: 10pps, burst: 5}\n");
+  Status s = check_flow_memory(rs, 65536, 4096, "");
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.error().message.ends_with("of memory available; lower max-flows"))
+      << s.error().message;
+  EXPECT_EQ(s.error().message.find("--flows"), std::string::npos) << s.error().message;
 }
 
 TEST(MemoryBudget, ReadsMemAvailable) {

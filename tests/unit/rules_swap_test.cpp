@@ -241,6 +241,7 @@ TEST(RulesSwap, AShapingRuleBeyondTheHorizonIsRefusedAndChangesNothing) {
 // figures, before any is allocated; a kept rule's table is already there and costs nothing.
 TEST(RulesSwap, NewFlowTablesAreHeldToTheMemoryAvailableAndKeptOnesCostNone) {
   PipelineOptions o;
+  o.default_max_flows_option = "--flows";  // as live mode's: the refusal names it
   uint64_t available = uint64_t{40} << 20;
   int asked = 0;
   o.memory_available = [&] {
