@@ -141,6 +141,7 @@ struct sl_srtcm_at {
   sl_u64 ebs_u;       /* EBS_u */
   sl_u64 cbs_tokens;  /* a cost above CBS is never green */
   sl_u64 interval_fp; /* sl_cost_u's */
+  sl_u64 t_less_cbs;  /* t_u - CBS_u (mod 2^64): a full bucket's E_c' and E_e's share of Te */
 };
 
 static inline void sl_srtcm_at_time(const struct sl_meter_profile *m, sl_u64 now_ns,
@@ -153,6 +154,7 @@ static inline void sl_srtcm_at_time(const struct sl_meter_profile *m, sl_u64 now
   a->ebs_u = m->excess_burst_u;
   a->cbs_tokens = c->burst_tokens;
   a->interval_fp = c->interval_fp;
+  a->t_less_cbs = a->t_u - c->burst_u;
 }
 
 static inline int sl_srtcm_green_at(const struct sl_srtcm_at *a, const struct sl_meter_state *st,
@@ -163,8 +165,9 @@ static inline int sl_srtcm_green_at(const struct sl_srtcm_at *a, const struct sl
   ic = (cost * a->interval_fp + ((((sl_u64)1) << SL_INTERVAL_FRAC_BITS) - 1)) >>
        SL_INTERVAL_FRAC_BITS;
   if (dc >= a->cbs_u) { /* committed bucket full */
-    te = sl_min_s64((sl_s64)a->ebs_u, sl_credit(a->t_u, st->e0 + (sl_u64)a->cbs_u - st->e1));
-    next->e0 = a->t_u - (sl_u64)(a->cbs_u - (sl_s64)ic);
+    /* t - E_e and t - (CBS_u - I_c), with t - CBS_u from the burst (the same sums mod 2^64) */
+    te = sl_min_s64((sl_s64)a->ebs_u, (sl_s64)(a->t_less_cbs - st->e0 + st->e1));
+    next->e0 = a->t_less_cbs + ic;
     next->e1 = te < 0 ? 0 : (sl_u64)te;
     return 1;
   }
