@@ -31,7 +31,8 @@ Result<ReplayInputs> open_inputs(const ReplayOptions& opts) {
   Result<RuleSet> rules = load_rules_file(opts.config_path);
   if (!rules) return rules.error();
   const PipelineOptions popts = PipelineOptions::single_threaded(opts.hash_seed);
-  if (Status s = check_flow_memory_available(*rules, popts.default_max_flows, ""); !s)
+  if (Status s = check_flow_memory_available(*rules, popts.default_max_flows,
+                                             popts.default_max_flows_option); !s)
     return make_error(opts.config_path + ": " + s.error().message, s.error().kind);
   auto pipeline = Pipeline::create(std::move(rules).value(), popts);
   if (!pipeline)
