@@ -86,6 +86,17 @@ class Classifier {
     if (r.more) t.more = &r;
     return t;
   }
+  // The same step without the test of one address field, for a caller that tests it itself
+  // (a dense table's slot: dense_key.hpp), when that test is all the rule has beyond the
+  // match word; otherwise the whole step (and the caller's test holds for every frame it
+  // lets through).
+  CommonIpv4Rule common_ipv4_rule_but_address(uint32_t i, uint16_t ingress_port, bool src) const {
+    CommonIpv4Rule t = common_ipv4_rule(i, ingress_port);
+    if (t.more == nullptr) return t;
+    const LinearRule& r = *t.more;
+    if (!r.ports && (src ? r.src && !r.dst : r.dst && !r.src)) t.more = nullptr;
+    return t;
+  }
   // Whether that rule holds for such a frame: classify_common_ipv4()'s answer for it.
   [[gnu::always_inline]] static bool common_ipv4_matches(const CommonIpv4Rule& t,
                                                          const Ipv4Fields& f) {

@@ -90,7 +90,7 @@ FlowTable::Geometry FlowTable::geometry(uint64_t capacity, uint64_t idle_timeout
 
 Result<FlowTable> FlowTable::create(uint64_t capacity, uint64_t idle_timeout_ns,
                                     uint64_t min_evict_idle_ns, unsigned state_words,
-                                    unsigned slots_per_flow) {
+                                    unsigned slots_per_flow, uint64_t dense_slots) {
   if (state_words != 1 && state_words != 2)
     return invalid_input("flow table: state_words must be 1 or 2");
   if (slots_per_flow < 1 || slots_per_flow > 8)
@@ -98,8 +98,13 @@ Result<FlowTable> FlowTable::create(uint64_t capacity, uint64_t idle_timeout_ns,
   if (capacity > kMaxCapacity)
     return invalid_input("flow table of " + std::to_string(capacity) + " flows: at most " +
                          std::to_string(kMaxCapacity) + " fit in one table");
+  if (dense_slots > capacity || dense_slots > kMaxDenseSlots)
+    return invalid_input("flow table: a dense table of " + std::to_string(dense_slots) +
+                         " keys needs at most its capacity (" + std::to_string(capacity) +
+                         ") and 2^32");
   FlowTable t;
   t.capacity_ = capacity;
+  t.dense_slots_ = dense_slots;
   t.state_words_ = state_words;
   if (Status s = t.map(idle_timeout_ns, min_evict_idle_ns, slots_per_flow); !s) return s.error();
   return t;
@@ -112,6 +117,7 @@ FlowTable::FlowTable(FlowTable&& o) noexcept
       mapping_bytes_(o.mapping_bytes_),
       nsets_(o.nsets_),
       capacity_(o.capacity_),
+      dense_slots_(o.dense_slots_),
       state_words_(o.state_words_),
       stride_words_(o.stride_words_),
       tick_shift_(o.tick_shift_),
@@ -362,6 +368,35 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
     }
     if (restart) continue;
     return {{state_at_way(unsigned(victim)), outcome}, &mine};
+  }
+}
+
+FlowTable::Lookup FlowTable::claim_dense(std::atomic<uint64_t>& tag, std::atomic<uint64_t>* state,
+                                         uint64_t slot, uint64_t fp, uint32_t tick) {
+  const uint64_t pending = pending_word(fp);
+  unsigned spins = 0;
+  for (;;) {
+    uint64_t t = tag.load(std::memory_order_acquire);
+    if ((t & ~kLifeMask) == fp) {  // published meanwhile
+      touch(tag, t, fp, tick);
+      return {state, Outcome::found};
+    }
+    if (t == pending) {  // another thread is creating it: wait rather than race
+      if (!relax(spins)) return {nullptr, Outcome::no_slot};
+      continue;
+    }
+    // The slot is this key's alone, so it holds nothing else; a table can only be wrong here
+    // if its caller mixed keys of two ranges, and then no flow is better than another's.
+    if (t != kEmpty) return {nullptr, Outcome::no_slot};
+    // A stale flow is freed by expire(), and a slot frees its unit of capacity with it: a
+    // range within capacity always finds one.
+    if (!reserve()) return {nullptr, Outcome::no_slot};
+    mark_used(slot / kWays);
+    if (tag.compare_exchange_strong(t, pending, std::memory_order_seq_cst,
+                                    std::memory_order_relaxed))
+      return {state, Outcome::created};
+    active_.fetch_sub(1, std::memory_order_relaxed);
+    if (!relax(spins)) return {nullptr, Outcome::no_slot};
   }
 }
 

@@ -29,6 +29,14 @@
 // before the table holds `capacity` flows. Per flow of capacity: 2 * (8 + 8 * state_words) bytes = 32 bytes
 // (one state word) or 48 bytes (meters).
 //
+// Dense tables: a rule whose match pins its key to a few values (`dst: 192.0.2.0/24` with
+// `key: dst-ip`: 256 keys, the shape of DPDK's qos_meter) gets a table of the same layout in
+// which the key's offset in that range is its slot: flow k lives in way k % 8 of set k / 8
+// under fingerprint k + 1 (dense_key.hpp works out k). A lookup reads one tag word: no hash,
+// no tag scan, no second set. Every key has a slot of its own, so two flows never share a
+// bucket and none is ever evicted; the table is made only when the range fits its capacity.
+// Expiry, the tag word and the concurrency rules are those of the hashed table.
+//
 // Tag word: bit 63 pending | 38-bit fingerprint (bits 62..25) | bit 24 seen once | 24-bit
 // last-seen tick (23..0). 0 is an empty slot. The fingerprint is the low 38 bits of the
 // caller's seeded 64-bit hash (0 remapped to 1) and the set comes from the whole hash,
@@ -109,9 +117,13 @@ class FlowTable {
   // Errors: invalid_input for parameters no table can have (capacity above 2^40 flows,
   // state_words, slots_per_flow); runtime, with the bytes asked for, when the address space
   // cannot be reserved.
+  // dense_slots: a dense table for keys 0 .. dense_slots - 1 (0: hashed); at most capacity
+  // and 2^32.
   static Result<FlowTable> create(uint64_t capacity, uint64_t idle_timeout_ns,
                                   uint64_t min_evict_idle_ns = 1'000'000,
-                                  unsigned state_words = 2, unsigned slots_per_flow = kSlack);
+                                  unsigned state_words = 2, unsigned slots_per_flow = kSlack,
+                                  uint64_t dense_slots = 0);
+  static constexpr uint64_t kMaxDenseSlots = uint64_t{1} << 32;
   static constexpr uint64_t kMaxCapacity = uint64_t{1} << 40;
   // The shape create() gives a table: its set count and its tick numbers (idle ticks at which a
   // flow has certainly expired, may be evicted, is on probation again). The XDP backend lays
@@ -148,6 +160,36 @@ class FlowTable {
   Lookup find_or_insert_line(std::atomic<uint64_t>* line, uint64_t hash, uint32_t tick,
                              Init&& init);
   std::atomic<uint64_t>* first_line(uint64_t hash) const { return set_at(set_of(hash)); }
+
+  // Dense tables: the same for the flow of key offset `slot` (< dense_slots()), from its tag
+  // word (dense_tag(slot), worked out once to prefetch it with prefetch_dense()).
+  template <unsigned kStateWords = 0, class Init>
+  Lookup find_or_insert_dense(std::atomic<uint64_t>* tag, uint64_t slot, uint32_t tick,
+                              Init&& init);
+  template <class Init>
+  Lookup find_or_insert_dense(uint64_t slot, uint64_t now_ns, Init&& init) {
+    return find_or_insert_dense(dense_tag(slot), slot, tick_of(now_ns), init);
+  }
+  // kStateWords: state_words(), for a caller that knows it (the set's stride is then a
+  // constant; 0: read from the table).
+  template <unsigned kStateWords = 0>
+  std::atomic<uint64_t>* dense_tag(uint64_t slot) const {
+    const unsigned stride = kStateWords != 0 ? kWays * (1 + kStateWords) : stride_words_;
+    assert(stride == stride_words_);
+    return sets_ + slot / kWays * stride + slot % kWays;
+  }
+  // Loads what a dense lookup and charge read: the tag's line and the line of its words.
+  template <unsigned kStateWords = 0>
+  void prefetch_dense(const std::atomic<uint64_t>* tag, uint64_t slot) const {
+    const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
+    __builtin_prefetch(tag, 1, 3);
+    __builtin_prefetch(tag + kWays + (slot % kWays) * (words - 1), 1, 3);
+  }
+  // Keys a dense table has a slot for; 0 for a hashed table.
+  uint64_t dense_slots() const { return dense_slots_; }
+  // The fingerprint bits a dense table's flow of key offset `slot` is stored under.
+  // slot + 1 is never 0 and, below 2^32, within the fingerprint's 38 bits: tag_of(slot + 1).
+  static constexpr uint64_t dense_fp(uint64_t slot) { return (slot + 1) << kFingerprintShift; }
 
   // Read-only lookup (no insert, no touch); nullptr if absent or not yet published.
   const std::atomic<uint64_t>* find(uint64_t hash) const;
@@ -312,6 +354,13 @@ class FlowTable {
   // find_or_insert() past its first set: the second set, then a claim.
   template <class Init>
   Lookup find_elsewhere_or_insert(uint64_t hash, uint64_t fp, uint32_t tick, Init& init);
+  // find_or_insert_dense() of a flow not (yet) in its slot: found (it appeared meanwhile),
+  // no_slot, or created with the slot held as PENDING|fp for the caller to init and publish.
+  Lookup claim_dense(std::atomic<uint64_t>& tag, std::atomic<uint64_t>* state, uint64_t slot,
+                     uint64_t fp, uint32_t tick);
+  template <class Init>
+  Lookup insert_dense(std::atomic<uint64_t>& tag, std::atomic<uint64_t>* state, uint64_t slot,
+                      uint64_t fp, uint32_t tick, Init& init);
   // Takes one unit of capacity if the table is below capacity.
   bool reserve();
   // Gives up a held claim: the slot becomes empty (any flow it held before is gone).
@@ -332,6 +381,7 @@ class FlowTable {
   size_t mapping_bytes_ = 0;
   uint64_t nsets_ = 0;
   uint64_t capacity_ = 0;
+  uint64_t dense_slots_ = 0;
   unsigned state_words_ = 2;
   unsigned stride_words_ = 0;  // words per set: kWays tags + kWays * state_words_
   unsigned tick_shift_ = kTickShift;
@@ -402,6 +452,39 @@ template <unsigned kStateWords, class Init>
     return {tag + kWays + (tag - line) * (words - 1), Outcome::found};
   }
   return find_elsewhere_or_insert(hash, fp, tick, init);
+}
+
+template <unsigned kStateWords, class Init>
+[[gnu::always_inline]] inline FlowTable::Lookup FlowTable::find_or_insert_dense(
+    std::atomic<uint64_t>* tag, uint64_t slot, uint32_t tick, Init&& init) {
+  assert(slot < dense_slots_ && tag == dense_tag(slot));
+  const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
+  assert(words == state_words_);
+  const uint64_t fp = dense_fp(slot);
+  // Way w's state words are at kWays + w * words from its set, from its tag kWays + w * (words - 1).
+  std::atomic<uint64_t>* const state = tag + kWays + (slot % kWays) * (words - 1);
+  const uint64_t seen = tag->load(std::memory_order_acquire);
+  if ((seen & ~kLifeMask) == fp) [[likely]] {
+    // A flow already touched this tick and seen before (most packets of a busy flow) has
+    // exactly this tag, and nothing is written.
+    if (seen != (fp | tick)) [[unlikely]] touch(*tag, seen, fp, tick);
+    return {state, Outcome::found};
+  }
+  return insert_dense(*tag, state, slot, fp, tick, init);
+}
+
+template <class Init>
+[[gnu::noinline]] FlowTable::Lookup FlowTable::insert_dense(std::atomic<uint64_t>& tag,
+                                                           std::atomic<uint64_t>* state,
+                                                           uint64_t slot, uint64_t fp,
+                                                           uint32_t tick, Init& init) {
+  const Lookup l = claim_dense(tag, state, slot, fp, tick);
+  if (l.outcome == Outcome::created) {
+    init(state);
+    // Seen once until its next packet; the release makes init()'s words visible.
+    tag.store(fp | kSeenOnce | tick, std::memory_order_release);
+  }
+  return l;
 }
 
 template <class Init>

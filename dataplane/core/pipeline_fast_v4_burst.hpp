@@ -154,8 +154,10 @@ template <class Frames>
 // kPlain (with kOne): the rule's common shape, so the loop tests none of it per packet: its
 // table has a single writer (one worker, replay), and a token bucket's packet costs 1 (a pps
 // rate), a meter's its bytes, with green passing (qos_meter's shape).
+// kDense (with kOne): the rule's table is dense (dense_key.hpp): a packet's slot from its
+// address, no hash (kMode unused).
 template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false,
-          bool kPlain = false, class Frames>
+          bool kPlain = false, bool kDense = false, class Frames>
 size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint64_t now_ns,
              WorkerCounters& counters, Verdict* verdicts, Classified* cl, VerdictFill fill) {
   // A copy (a pointer or two): read through the reference, it would be loaded again after
@@ -196,8 +198,15 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   constexpr unsigned kOneWords = kOne ? (kMeter ? 2 : 1) : kUniform ? 1 : 0;
   const FlowHashKeys one_keys = kOne ? one.hash_keys : FlowHashKeys{};
   const uint8_t one_prefix_len = kOne ? one.key_prefix_len : 0;
+  static_assert(kOne || !kDense);
+  assert(!kOne || kDense == (one.dense.slots != 0));
+  const DenseKey one_dense = kDense ? one.dense : DenseKey{};
+  // kDense: the match's test of the keyed address is the slot's range test (dense_slot_in),
+  // so the match leaves it out when it can.
   const Classifier::CommonIpv4Rule one_match =
-      kOne ? s.classifier.common_ipv4_rule(0, port) : Classifier::CommonIpv4Rule{};
+      kDense ? s.classifier.common_ipv4_rule_but_address(0, port, one_dense.src)
+      : kOne ? s.classifier.common_ipv4_rule(0, port)
+             : Classifier::CommonIpv4Rule{};
 
   Pass1 p1[Pipeline::kMaxBurst];
   // The frames for the general stages take the scratch entries in order, so the loops carry
@@ -209,12 +218,29 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
     p1[i].len = len;
     Ipv4Fields f;
     if (src.as_is(fr) && parse_common_ipv4_fields(fr.data, fr.len, len, f)) [[likely]] {
-      const int r = kOne ? (Classifier::common_ipv4_matches(one_match, f) ? 0 : -1)
-                         : s.classifier.classify_common_ipv4(f, port);
+      uint64_t dense_at = 0;
+      int r;
+      if constexpr (kDense) {
+        const bool in = dense_slot_in(dense_host_order(one_dense.src ? f.src() : f.dst()),
+                                      one_dense, dense_at);
+        r = in && Classifier::common_ipv4_matches(one_match, f) ? 0 : -1;
+      } else {
+        r = kOne ? (Classifier::common_ipv4_matches(one_match, f) ? 0 : -1)
+                 : s.classifier.classify_common_ipv4(f, port);
+      }
       if (r >= 0) {
         const CompiledRule& cr = kOne ? one : s.compiled[size_t(r)];
         if (kOne || cr.fast_common_ipv4) [[likely]] {
           p1[i].rule = int32_t(r);
+          if (kOne ? kDense : cr.dense.slots != 0) {
+            const DenseKey& dk = kOne ? one_dense : cr.dense;
+            const uint64_t slot = kDense ? dense_at : dense_slot(dk.src ? f.src() : f.dst(), dk);
+            FlowTable* const flows = kOne ? one_flows : cr.flows;
+            p1[i].hash = slot;
+            p1[i].line = flows->template dense_tag<kOneWords>(slot);
+            flows->prefetch_dense<kOneWords>(p1[i].line, slot);
+            continue;
+          }
           const uint64_t hash =
               kOne       ? common_ipv4_hash_of<kMode>(one_keys, one_prefix_len, f)
               : kUniform ? common_ipv4_hash_of<kMode>(cr, f)
@@ -256,15 +282,21 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
       FlowTable* const flows = kOne ? one_flows : cr.flows;
       const uint32_t rule_tick = kOne ? tick : flows->tick_of(now_ns);
       std::atomic<uint64_t>* w;
-      if constexpr (kOne) {
+      if constexpr (kOne && kDense) {
+        w = flows->find_or_insert_dense<kOneWords>(p1[i].line, p1[i].hash, rule_tick, init_one)
+                .state;
+      } else if constexpr (kOne) {
         w = flows->find_or_insert_line<kOneWords>(p1[i].line, p1[i].hash, rule_tick, init_one)
                 .state;
       } else {
-        w = flows
-                ->template find_or_insert_line<kOneWords>(
-                    p1[i].line, p1[i].hash, rule_tick,
-                    [&](std::atomic<uint64_t>* st) { cr.init_state(st, now_ns); })
-                .state;
+        const auto init = [&](std::atomic<uint64_t>* st) { cr.init_state(st, now_ns); };
+        w = cr.dense.slots != 0
+                ? flows->template find_or_insert_dense<kOneWords>(p1[i].line, p1[i].hash,
+                                                                  rule_tick, init)
+                      .state
+                : flows->template find_or_insert_line<kOneWords>(p1[i].line, p1[i].hash,
+                                                                 rule_tick, init)
+                      .state;
       }
       if ((kOne ? kMeter : !kUniform && cr.fast_srtcm) && w != nullptr) {
         MeterWord& word = *reinterpret_cast<MeterWord*>(w);

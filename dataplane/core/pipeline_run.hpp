@@ -48,13 +48,16 @@ struct Run {
   // new flow.
   static std::atomic<uint64_t>* state_for(const CompiledRule& cr, uint64_t hash, uint64_t now_ns) {
     if (!cr.flows) return aggregate_state(cr, now_ns);
-    return cr.flows
-        ->find_or_insert(hash, now_ns, [&](std::atomic<uint64_t>* w) { cr.init_state(w, now_ns); })
-        .state;
+    const auto init = [&](std::atomic<uint64_t>* w) { cr.init_state(w, now_ns); };
+    if (cr.dense.slots != 0) return cr.flows->find_or_insert_dense(hash, now_ns, init).state;
+    return cr.flows->find_or_insert(hash, now_ns, init).state;
   }
 
-  // The key mode's hash, inlined (a switch costs less than the call through cr.hash_fn).
+  // The key mode's hash, inlined (a switch costs less than the call through cr.hash_fn); for
+  // a dense table, the key's slot (only IPv4 packets reach such a rule: dense_key.hpp).
   [[gnu::always_inline]] static uint64_t flow_hash(const CompiledRule& cr, const ParsedFrame& pf) {
+    if (cr.dense.slots != 0) [[unlikely]]
+      return dense_slot(unaligned::load32((cr.dense.src ? pf.src : pf.dst).data()), cr.dense);
     const uint8_t bits = cr.key_prefix_len;
     const FlowHashKeys& seed = cr.hash_keys;
     switch (cr.key_mode) {
@@ -120,7 +123,10 @@ struct Run {
     const CompiledRule& cr = s.compiled[size_t(c.rule)];
     if (!cr.flows) return;
     c.flow_hash = flow_hash(cr, c.pf);
-    cr.flows->prefetch(c.flow_hash);
+    if (cr.dense.slots != 0)
+      cr.flows->prefetch_dense(cr.flows->dense_tag(c.flow_hash), c.flow_hash);
+    else
+      cr.flows->prefetch(c.flow_hash);
   }
 
   [[gnu::always_inline]] Verdict finish(uint8_t* frame, const Classified& cl, uint64_t now_ns,
@@ -258,5 +264,11 @@ template <class Frames>
 size_t burst_uniform_common_ipv4(const Run& run, const Frames& src, size_t m, uint16_t port,
                                  uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
                                  Classified* cl, VerdictFill fill);
+// burst_common_ipv4 of a snapshot whose one rule has a dense flow table
+// (pipeline_fast_v4_dense.hpp: a translation unit of its own per source).
+template <class Frames>
+size_t burst_dense_common_ipv4(const Run& run, const Frames& src, size_t m, uint16_t port,
+                               uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
+                               Classified* cl, VerdictFill fill);
 
 }  // namespace sluice::pipeline_run

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bucket_convert.hpp"
+#include "dense_key.hpp"
 #include "sleep_backoff.hpp"
 #include "limiter_profile.hpp"
 #include "memory_budget.hpp"
@@ -136,8 +137,10 @@ Result<std::shared_ptr<RuleState>> new_state(const Rule& r, SnapshotContext& ctx
   if (r.key != KeyMode::none) {
     const uint64_t cap = r.max_flows ? r.max_flows : ctx.opts->default_max_flows;
     // Meters keep two bucket words per flow, every other algorithm one.
+    // A key the match pins to a range within capacity: a dense table (dense_key.hpp).
     auto flows = FlowTable::create(cap, r.idle_timeout_ns, uint64_t{1'000'000},
-                                   r.is_meter() ? 2u : 1u);
+                                   r.is_meter() ? 2u : 1u, FlowTable::kSlack,
+                                   dense_key_of(r, cap).slots);
     if (!flows) return flows.error();
     st->flows = std::make_unique<FlowTable>(std::move(flows).value());
     st->flows->set_single_writer(ctx.single_writer);
@@ -307,6 +310,18 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     }
     cr.state = st.get();
     cr.flows = st->flows.get();
+    // The table's own range: a kept state's rule has the same match and key
+    // (same_state_identity), and its table the capacity it was made with.
+    if (cr.flows && cr.flows->dense_slots() != 0) {
+      cr.dense = dense_key_of(rs[i], cr.flows->capacity());
+      if (cr.dense.slots != cr.flows->dense_slots()) {
+        for (uint32_t s : taken) ctx.slots->give_back(s);
+        *ctx.next_state_id = first_id;
+        return make_error("rule \"" + rs[i].name + "\": its flow table is dense for " +
+                          std::to_string(cr.flows->dense_slots()) + " keys, the rule has " +
+                          std::to_string(cr.dense.slots));
+      }
+    }
     cr.hash_seed = st->hash_seed;
     cr.hash_keys = flow_hash_keys(st->hash_seed);
     cr.counter_slot = st->counter_slot;

@@ -24,6 +24,7 @@
 #include "bucket_math.h"
 #include "classifier.hpp"
 #include "counters.hpp"
+#include "dense_key.hpp"
 #include "flow_key.hpp"
 #include "flow_table.hpp"
 #include "limiters.hpp"
@@ -86,6 +87,8 @@ struct CompiledRule {
   // instead of behind `rule`.
   KeyMode key_mode = KeyMode::none;
   uint8_t key_prefix_len = 0;
+  // A dense table's range (slots != 0): the flow's slot stands for its hash everywhere.
+  DenseKey dense;
   bool cost_in_packets = true;  // cost_unit() == packets: every packet costs 1
   uint32_t overhead_bytes = 0;
   std::array<int, kMaxChain> chain{};  // this rule, then its parents (snapshot positions)
