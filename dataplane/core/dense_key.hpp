@@ -42,14 +42,15 @@ inline DenseKey dense_key_of(const Rule& r, uint64_t capacity) {
   const unsigned k = r.key == KeyMode::src_ip || r.key == KeyMode::dst_ip
                          ? 32u
                          : std::min<unsigned>(r.key_prefix_len, 32);
+  // A key of no bits (a prefix key of length 0) is one key for every packet: nothing to index.
+  if (k == 0) return d;
   const unsigned l = std::min<unsigned>(pin->prefix_len, 32);
   const unsigned free_bits = k > l ? k - l : 0;
   const uint64_t slots = uint64_t{1} << free_bits;
   if (slots > capacity) return d;
   d.slots = slots;
   d.mask = uint32_t(slots - 1);
-  // K = 0 (one key, mask 0): 31, not a shift by 32, which is undefined.
-  d.shift = uint8_t(std::min(32u - k, 31u));
+  d.shift = uint8_t(32 - k);  // at most 31
   d.src = src;
   const uint32_t prefix_mask = l == 0 ? 0 : ~uint32_t{0} << (32 - l);
   d.base = (uint32_t(pin->addr[0]) << 24 | uint32_t(pin->addr[1]) << 16 |
