@@ -112,10 +112,15 @@ case $1 in
     ninja -C "$build" "tests/fuzz/fuzz_$target" >/dev/null
     [ -d "$work" ] || { echo "fuzz.sh: no corpus yet for $target ($work)" >&2; exit 2; }
     merged=$(mktemp -d "$build/corpus/.merge-$target.XXXXXX")
+    # Every input runs once more: one that now crashes (a build since the campaign) is kept
+    # in the artifacts and fails the merge, with the corpus left as it was.
+    mkdir -p "$build/artifacts/$target"
     if ! ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:malloc_context_size=5} \
       "$build/tests/fuzz/fuzz_$target" -merge=1 -timeout=120 -rss_limit_mb=2048 \
-        -max_len="$(max_len "$target")" "$merged" "$work" "$root/tests/fuzz/corpus/$target" \
-        >"$merged.log" 2>&1 || [ -z "$(ls -A "$merged")" ]; then
+        -artifact_prefix="$build/artifacts/$target/" -max_len="$(max_len "$target")" \
+        "$merged" "$work" "$root/tests/fuzz/corpus/$target" >"$merged.log" 2>&1 ||
+      [ -z "$(ls -A "$merged")" ] || grep -q '^==[0-9]*== ERROR' "$merged.log"; then
+      grep -E '^==[0-9]*== ERROR|Test unit written|Assertion' "$merged.log" >&2 || true
       tail -20 "$merged.log" >&2
       rm -rf "$merged" "$merged.log"
       echo "fuzz.sh: the merge failed; $work is unchanged" >&2
