@@ -10,7 +10,7 @@
 // counters and verdicts. Deterministic: a fixed hash seed, a synthetic clock (one burst every
 // 2 us, every packet conforms), one thread (single writer, as a one-worker dataplane runs).
 //
-//   sluice-bench-instructions --rules none|tb-5tuple|srtcm-dst|tb-5tuple-after:N
+//   sluice-bench-instructions --rules none|tb-5tuple|srtcm-dst|srtcm-dst-pinned|tb-5tuple-after:N
 //                             [--flows F] [--packets N]
 //
 // Prints the packets measured and how many were forwarded (all, with these rules) on stdout;
@@ -49,6 +49,23 @@ rules:
     actions: {green: pass, yellow: "mark-dscp:AF13", red: drop}
 )";
 
+// The same meter with the destinations pinned by the match (the trace's are in
+// 172.16.0.0/16): a dense flow table, each destination's meter at its offset (dense_key.hpp),
+// as qos_meter indexes its meters by the destination's last byte.
+const char* const kSrtcmPerDstPinned = R"(
+default: {action: pass}
+rules:
+  - name: per-dst
+    match: {proto: udp, dst: 172.16.0.0/16}
+    max-flows: 65536
+    key: dst-ip
+    rate: 1Gbit
+    burst: 64KiB
+    excess-burst: 64KiB
+    algorithm: srtcm
+    actions: {green: pass, yellow: "mark-dscp:AF13", red: drop}
+)";
+
 const char* const kNoRules = "default: {action: pass}\nrules: []\n";
 
 // tb-5tuple's rule last after n - 1 keyed prefix rules no frame of the trace matches
@@ -75,7 +92,7 @@ std::vector<uint8_t> make_trace(size_t flows) {
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
-               "usage: sluice-bench-instructions --rules none|tb-5tuple|srtcm-dst|tb-5tuple-after:N "
+               "usage: sluice-bench-instructions --rules none|tb-5tuple|srtcm-dst|srtcm-dst-pinned|tb-5tuple-after:N "
                "[--flows F] [--packets N]\n");
   std::exit(2);
 }
@@ -94,7 +111,8 @@ int main(int argc, char** argv) {
       rules_text = value == "none"        ? kNoRules
                    : value == "tb-5tuple" ? bench::kPerFlowRules
                    : value == "srtcm-dst" ? kSrtcmPerDst
-                                          : nullptr;
+                   : value == "srtcm-dst-pinned" ? kSrtcmPerDstPinned
+                                                 : nullptr;
       if (value.rfind("tb-5tuple-after:", 0) == 0) {
         const size_t n = std::strtoull(value.c_str() + 16, nullptr, 10);
         if (n == 0 || n > 100'000) usage();

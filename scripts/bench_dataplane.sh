@@ -37,7 +37,9 @@
 # --peers: per F also, 1 lcore, DPDK's examples/qos_meter (srTCM colour-blind per destination
 # with rte_meter; built from Debian dpdk-doc's source into $WORK by
 # bench/dataplane/qos_meter_build.sh, which patches only what the vdevs need) and sluiced with
-# bench/dataplane/rules-srtcm.yaml, the same work as a rule (one srtcm per destination).
+# bench/dataplane/rules-srtcm.yaml, the same work as a rule (one srtcm per destination), and
+# with bench/dataplane/rules-srtcm-pinned.yaml, the same rule with the trace's destinations
+# pinned by its match (dst: 192.0.2.0/24): a dense flow table, indexed as qos_meter indexes.
 # --burst N: packets per RX burst for both, sluiced --burst N and testpmd --burst=N (default
 # 32, both programs' default).
 # --rules-scale "N...": instead of all the above, sluiced alone (1 worker) with N keyed rules
@@ -398,6 +400,7 @@ for rep in $(seq 1 "$REPS"); do
     if ((PEERS)); then
       run qos_meter "$f" 1 "$rep"
       run sluiced "$f" 1 "$rep" bench/dataplane/rules-srtcm.yaml
+      run sluiced "$f" 1 "$rep" bench/dataplane/rules-srtcm-pinned.yaml
     fi
     if ((TWO_WORKERS)); then
       for kind in io macswap sluiced; do run "$kind" "$f" 2 "$rep"; done
@@ -491,6 +494,7 @@ if peers:
           "qos_meter / macswap | sluiced token bucket per 5-tuple | sluiced token bucket / floor "
           "| sluiced srtcm green | sluiced srtcm / qos_meter, Mpps per CPU |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    pinned_rows = []
     for f in flows:
         ms, fl, sl = vals(f, 1, "macswap"), vals(f, 1, "floor"), vals(f, 1, "sluiced")
         qm, sr = vals(f, 1, "qos_meter"), vals(f, 1, "sluiced:rules-srtcm")
@@ -500,6 +504,22 @@ if peers:
               f"{ratio(sr, qm)} | {ratio(qm, ms).strip('*')} | {cell(sl)} | "
               f"{ratio(sl, fl).strip('*')} | {f'{med(green):.2f}%' if green else '-'} | "
               f"{ratio(per_cpu(f, 1, 'sluiced:rules-srtcm'), per_cpu(f, 1, 'qos_meter')).strip('*')} |")
+        pn = vals(f, 1, "sluiced:rules-srtcm-pinned")
+        if pn:
+            pinned_rows.append(
+                f"| {f:,} | {packets(f):,} | {cell(qm)} ({cpu(f, 1, 'qos_meter')}) | {cell(sr)} | "
+                f"{cell(pn)} ({cpu(f, 1, 'sluiced:rules-srtcm-pinned')}) | {ratio(pn, qm)} | "
+                f"{ratio(per_cpu(f, 1, 'sluiced:rules-srtcm-pinned'), per_cpu(f, 1, 'qos_meter')).strip('*')} |")
+    if pinned_rows:
+        print("\nThe same meter with the destinations pinned by the match "
+              "(bench/dataplane/rules-srtcm-pinned.yaml, `dst: 192.0.2.0/24`: a dense flow table, "
+              "indexed by the address as qos_meter indexes by its last byte):\n")
+        print("| flows | trace packets | qos_meter (CPU) | sluiced srtcm per destination | "
+              "sluiced srtcm, destinations pinned (CPU) | **pinned / qos_meter** | "
+              "pinned / qos_meter, Mpps per CPU |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for row in pinned_rows:
+            print(row)
 if two:
     print("\nMpps with 2 forwarding lcores (trace split in two flow halves, one RX queue each):\n")
     print("| flows | testpmd io | testpmd macswap (CPU) | sluiced (CPU) | sluiced / macswap | sluiced 2 vs 1 worker |")
