@@ -35,36 +35,19 @@ constexpr uint32_t kFrameBytes = 64;
 constexpr uint64_t kStartNs = 1'000'000'000;
 constexpr uint64_t kBurstGapNs = 2000;  // 32 frames per 2 us: 16 Mpps offered
 
-// One srTCM meter per destination (issue 14's qos_meter peer), every packet green.
-const char* const kSrtcmPerDst = R"(
-default: {action: pass}
-rules:
-  - name: per-dst
-    match: {proto: udp}
-    key: dst-ip
-    rate: 1Gbit
-    burst: 64KiB
-    excess-burst: 64KiB
-    algorithm: srtcm
-    actions: {green: pass, yellow: "mark-dscp:AF13", red: drop}
-)";
-
+// One srTCM meter per destination (issue 14's qos_meter peer), every packet green; `match`
+// and `extra` are the rule's match and any further fields.
+std::string srtcm_per_dst(const std::string& match, const std::string& extra = "") {
+  return "default: {action: pass}\nrules:\n  - {name: per-dst, match: " + match + extra +
+         ", key: dst-ip, rate: 1Gbit, burst: 64KiB, excess-burst: 64KiB, algorithm: srtcm,\n"
+         "     actions: {green: pass, yellow: \"mark-dscp:AF13\", red: drop}}\n";
+}
+const std::string kSrtcmPerDst = srtcm_per_dst("{proto: udp}");
 // The same meter with the destinations pinned by the match (the trace's are in
 // 172.16.0.0/16): a dense flow table, each destination's meter at its offset (dense_key.hpp),
 // as qos_meter indexes its meters by the destination's last byte.
-const char* const kSrtcmPerDstPinned = R"(
-default: {action: pass}
-rules:
-  - name: per-dst
-    match: {proto: udp, dst: 172.16.0.0/16}
-    max-flows: 65536
-    key: dst-ip
-    rate: 1Gbit
-    burst: 64KiB
-    excess-burst: 64KiB
-    algorithm: srtcm
-    actions: {green: pass, yellow: "mark-dscp:AF13", red: drop}
-)";
+const std::string kSrtcmPerDstPinned =
+    srtcm_per_dst("{proto: udp, dst: 172.16.0.0/16}", ", max-flows: 65536");
 
 const char* const kNoRules = "default: {action: pass}\nrules: []\n";
 
@@ -110,8 +93,8 @@ int main(int argc, char** argv) {
     if (arg == "--rules") {
       rules_text = value == "none"        ? kNoRules
                    : value == "tb-5tuple" ? bench::kPerFlowRules
-                   : value == "srtcm-dst" ? kSrtcmPerDst
-                   : value == "srtcm-dst-pinned" ? kSrtcmPerDstPinned
+                   : value == "srtcm-dst" ? kSrtcmPerDst.c_str()
+                   : value == "srtcm-dst-pinned" ? kSrtcmPerDstPinned.c_str()
                                                  : nullptr;
       if (value.rfind("tb-5tuple-after:", 0) == 0) {
         const size_t n = std::strtoull(value.c_str() + 16, nullptr, 10);
