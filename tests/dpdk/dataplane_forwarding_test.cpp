@@ -81,6 +81,39 @@ rules:
   EXPECT_EQ(t.tx_dropped, 0u);
 }
 
+TEST_F(LiveDataplane, ARulePinningItsKeyToAPrefixPolicesEachKeyInItsDenseTable) {
+  // dst 192.0.2.0/24 with key dst-ip: a dense table (dense_key.hpp), here the one-rule loop
+  // over the worker's mbufs; the VLAN-tagged frames take the general stages to the same
+  // buckets. Rates of 0.001pps: only the bursts are admitted.
+  const std::string yaml = R"(
+default: {action: pass}
+rules:
+  - {name: per-dst, match: {proto: udp, dst: 192.0.2.0/24}, key: dst-ip, rate: 0.001pps,
+     burst: 2, algorithm: token-bucket, action: drop}
+)";
+  auto [a, b] = start_pair(yaml);
+  auto to = [](const std::string& dst, bool vlan = false) {
+    PacketBuilder p;
+    if (vlan) p.vlan(7);
+    return p.ipv4("10.0.0.1", dst).udp(1000, 53).build();
+  };
+  inject(a, 0, to("192.0.2.0"), 3);        // 2 pass, 1 drop
+  inject(a, 0, to("192.0.2.255"), 4);      // 2 pass, 2 drop
+  inject(a, 0, to("192.0.2.0", true), 2);  // its bucket is empty: 2 drop
+  inject(a, 0, to("192.0.3.0"), 3);        // outside the prefix: the default passes them
+  inject(a, 0, to("192.0.1.255"), 2);      // the same
+  EXPECT_EQ(collect(b, 2 + 2 + 3 + 2), 9u);
+  dp->stop();
+  const CountersSnapshot s = dp->snapshot();
+  const auto& r = rule(s, "per-dst");
+  EXPECT_EQ(r.traffic.pkts(Outcome::matched), 9u);
+  EXPECT_EQ(r.traffic.pkts(Outcome::conformed), 4u);
+  EXPECT_EQ(r.traffic.pkts(Outcome::dropped), 5u);
+  EXPECT_EQ(r.active_flows, 2u);
+  EXPECT_EQ(r.flows_evicted, 0u);
+  EXPECT_EQ(s.default_rule.traffic.pkts(Outcome::passed), 5u);
+}
+
 // A burst whose packets all leave now goes to TX whole (process_burst says none is dropped or
 // held); a burst with drops in it is split. Both keep the arrival order and count the same.
 TEST_F(LiveDataplane, AllForwardedAndMixedBurstsLeaveInArrivalOrder) {
