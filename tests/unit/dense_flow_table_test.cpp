@@ -223,10 +223,14 @@ TEST(DenseFlowTable, ThreadsCreatingTheSameKeysMakeEachOnce) {
 // with a hashed one (one flow less of capacity than the range), over frames in the prefix,
 // at its edges and outside it, common IPv4 (the fast burst) and not (VLAN, IP options: the
 // general stages), in bursts and one by one: the same verdicts, rewrites and counters.
+// `first`: rules before it (then the many-rule loops run, not the one-rule one); the dense
+// rule is the last.
 void expect_dense_same_as_hashed(const std::string& rule_body, uint64_t range,
-                                 const std::vector<std::string>& dsts) {
+                                 const std::vector<std::string>& dsts,
+                                 const std::string& first = "") {
+  const size_t last = size_t(std::count(first.begin(), first.end(), '\n'));
   auto make = [&](uint64_t max_flows, bool single_writer) {
-    auto r = load_rules_text("default: {action: pass}\nrules:\n  - " + rule_body +
+    auto r = load_rules_text("default: {action: pass}\nrules:\n" + first + "  - " + rule_body +
                                  ", max-flows: " + std::to_string(max_flows) + "}\n",
                              "test.yaml");
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
@@ -241,8 +245,8 @@ void expect_dense_same_as_hashed(const std::string& rule_body, uint64_t range,
     SCOPED_TRACE(single_writer ? "single writer" : "shared");
     auto dense = make(range, single_writer), hashed = make(range - 1, single_writer);
     WorkerCounters dc = dense->make_counters(), hc = hashed->make_counters();
-    EXPECT_EQ(dense->enter(dc, 0).compiled[0].flows->dense_slots(), range);
-    EXPECT_EQ(hashed->enter(hc, 0).compiled[0].flows->dense_slots(), 0u);
+    EXPECT_EQ(dense->enter(dc, 0).compiled[last].flows->dense_slots(), range);
+    EXPECT_EQ(hashed->enter(hc, 0).compiled[last].flows->dense_slots(), 0u);
     std::mt19937_64 rng(5);
     uint64_t now = 1'000'000'000;
     size_t forwarded = 0, dropped = 0;
@@ -280,11 +284,13 @@ void expect_dense_same_as_hashed(const std::string& rule_body, uint64_t range,
       now += rng() % 3'000'000;
     }
     const CountersSnapshot x = dense->snapshot({&dc}), y = hashed->snapshot({&hc});
-    EXPECT_EQ(x.rules[0].traffic.packets, y.rules[0].traffic.packets);
-    EXPECT_EQ(x.rules[0].traffic.bytes, y.rules[0].traffic.bytes);
-    EXPECT_EQ(x.rules[0].active_flows, y.rules[0].active_flows);
+    for (size_t i = 0; i <= last; ++i) {
+      EXPECT_EQ(x.rules[i].traffic.packets, y.rules[i].traffic.packets) << x.rules[i].name;
+      EXPECT_EQ(x.rules[i].traffic.bytes, y.rules[i].traffic.bytes) << x.rules[i].name;
+      EXPECT_EQ(x.rules[i].active_flows, y.rules[i].active_flows) << x.rules[i].name;
+    }
     EXPECT_EQ(x.default_rule.traffic.packets, y.default_rule.traffic.packets);
-    EXPECT_GT(x.rules[0].traffic.pkts(Outcome::matched), 500u);
+    EXPECT_GT(x.rules[last].traffic.pkts(Outcome::matched), 300u);
     EXPECT_GT(x.default_rule.traffic.pkts(Outcome::matched), 100u) << "frames outside the prefix";
     EXPECT_GT(dropped, 50u);
     EXPECT_GT(forwarded, 50u);
@@ -329,6 +335,24 @@ TEST(DenseFlowTable, AMatchOnBothAddressesDecidesAsWithAHashedTable) {
       "{name: pair, match: {src: 10.9.0.0/23, dst: 192.0.2.0/24}, key: dst-ip, rate: 300pps, "
       "burst: 3, algorithm: token-bucket, action: drop",
       256, kEdges);
+}
+
+TEST(DenseFlowTable, ADenseRuleAmongOthersDecidesAsWithAHashedTable) {
+  // Two rules before it (hashed, keyed by source; the second a meter): the many-rule loops,
+  // which look up each packet's table by its rule, dense or hashed.
+  for (const char* algo : {"rate: 300pps, burst: 3, algorithm: token-bucket, action: drop",
+                           "rate: 200kbit, burst: 2000, excess-burst: 2000, algorithm: srtcm, "
+                           "actions: {green: pass, yellow: drop, red: drop}"}) {
+    SCOPED_TRACE(algo);
+    expect_dense_same_as_hashed(
+        std::string("{name: per-dst, match: {dst: 192.0.2.0/24}, key: dst-ip, ") + algo, 256,
+        kEdges,
+        "  - {name: odd-src, match: {src: 10.9.1.0/24}, key: src-ip, rate: 100pps, burst: 2, "
+        "algorithm: token-bucket, action: drop}\n"
+        "  - {name: src-meter, match: {src: 10.9.3.0/24, dst: 192.0.2.128/25}, key: src-ip, "
+        "rate: 100kbit, burst: 1500, excess-burst: 1500, algorithm: srtcm, "
+        "actions: {green: pass, yellow: drop, red: drop}}\n");
+  }
 }
 
 }  // namespace
