@@ -14,6 +14,7 @@
 #include "pipeline.hpp"
 #include "pipeline_rules_target.hpp"
 #include "rules_loader.hpp"
+#include "rules_snapshot.hpp"
 
 using namespace sluice;
 using namespace sluice::testing;
@@ -325,6 +326,33 @@ TEST(RulesSwap, TheCoreRulesTargetAppliesAtItsClock) {
 }
 
 // Bucket conversion itself: tokens carried at t, the new rate from t on.
+TEST(RulesSwap, ADenseTableIsKeptWithItsPlacesWhateverItsMaxFlowsBecomes) {
+  // dst 192.0.2.0/24 with key dst-ip and room for its 256 keys: a dense table
+  // (dense_key.hpp). A new rate or max-flows keeps the state (same match and key), and with
+  // it the table's places: the table still says how many keys it holds, whatever the rule's
+  // max-flows now is, and each key finds its bucket where it left it.
+  auto rule = [](const std::string& rate, unsigned max_flows) {
+    return "rules:\n  - {name: d, match: {dst: 192.0.2.0/24}, key: dst-ip, rate: " + rate +
+           ", burst: 3, max-flows: " + std::to_string(max_flows) + "}\n";
+  };
+  Harness h(rule("0.001pps", 300));
+  auto to = [](int last) {
+    return PacketBuilder().ipv4("10.0.0.1", "192.0.2." + std::to_string(last)).udp(1, 53).build();
+  };
+  EXPECT_EQ(h.passed(to(7), kSec, 5), 3);
+  EXPECT_EQ(h.passed(to(200), kSec, 2), 2);
+  for (const auto& [rate, max_flows] : std::vector<std::pair<std::string, unsigned>>{
+           {"0.002pps", 300}, {"0.002pps", 100}, {"0.001pps", 65536}}) {
+    SCOPED_TRACE(rate + " max-flows " + std::to_string(max_flows));
+    h.apply(rule(rate, max_flows), kSec);
+    EXPECT_EQ(h.p->enter(h.c, kSec).compiled[0].flows->dense_slots(), 256u);
+    EXPECT_EQ(h.rule("d").active_flows, 2u);
+  }
+  // Both buckets as they were: 192.0.2.7 spent its 3, 192.0.2.200 has 1 left.
+  EXPECT_EQ(h.passed(to(7), kSec, 2), 0);
+  EXPECT_EQ(h.passed(to(200), kSec, 2), 1);
+}
+
 TEST(BucketConvert, TokenBucketAndGcraCarryTokensIntoTheNewProfile) {
   const Rate r1000{CostUnit::packets, 1000, 1}, r10{CostUnit::packets, 10, 1};
   auto from = make_rate_profile(r1000, 100).value();
