@@ -22,9 +22,8 @@ size_t burst_common_ipv4(const Run& run, const Frames& src, size_t m, uint16_t p
                          uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
                          Classified* cl, VerdictFill fill) {
   const RulesSnapshot& s = run.s;
-  // One keyed rule with a dense table: its slot from the address, no hash.
-  if (s.compiled.size() == 1 && s.classifier.linear() && s.compiled[0].fast_common_ipv4 &&
-      s.compiled[0].dense.slots != 0)
+  // A rule with a dense table: its slot from the address, no hash.
+  if (s.any_dense_fast)
     return burst_dense_common_ipv4(run, src, m, port, now_ns, counters, verdicts, cl, fill);
   // One keyed rule: the loops specialised on its algorithm and key mode, chosen once per
   // burst (a meter per destination, as DPDK's qos_meter runs, or a token bucket per key), and

@@ -154,8 +154,9 @@ template <class Frames>
 // kPlain (with kOne): the rule's common shape, so the loop tests none of it per packet: its
 // table has a single writer (one worker, replay), and a token bucket's packet costs 1 (a pps
 // rate), a meter's its bytes, with green passing (qos_meter's shape).
-// kDense (with kOne): the rule's table is dense (dense_key.hpp): a packet's slot from its
-// address, no hash (kMode unused).
+// kDense: with kOne, the rule's table is dense (dense_key.hpp): a packet's slot from its
+// address, no hash (kMode unused); otherwise, some rule's table may be dense (each packet's
+// rule says), where without it none is.
 template <bool kOne, KeyMode kMode, bool kMeter = false, bool kUniform = false,
           bool kPlain = false, bool kDense = false, class Frames>
 size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint64_t now_ns,
@@ -198,13 +199,12 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   constexpr unsigned kOneWords = kOne ? (kMeter ? 2 : 1) : kUniform ? 1 : 0;
   const FlowHashKeys one_keys = kOne ? one.hash_keys : FlowHashKeys{};
   const uint8_t one_prefix_len = kOne ? one.key_prefix_len : 0;
-  static_assert(kOne || !kDense);
   assert(!kOne || kDense == (one.dense.slots != 0));
-  const DenseKey one_dense = kDense ? one.dense : DenseKey{};
+  const DenseKey one_dense = kOne && kDense ? one.dense : DenseKey{};
   // kDense: the match's test of the keyed address is the slot's range test (dense_slot_in),
   // so the match leaves it out when it can.
   const Classifier::CommonIpv4Rule one_match =
-      kDense ? s.classifier.common_ipv4_rule_but_address(0, port, one_dense.src)
+      kOne && kDense ? s.classifier.common_ipv4_rule_but_address(0, port, one_dense.src)
       : kOne ? s.classifier.common_ipv4_rule(0, port)
              : Classifier::CommonIpv4Rule{};
 
@@ -220,7 +220,7 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
     if (src.as_is(fr) && parse_common_ipv4_fields(fr.data, fr.len, len, f)) [[likely]] {
       uint64_t dense_at = 0;
       int r;
-      if constexpr (kDense) {
+      if constexpr (kOne && kDense) {
         const bool in = dense_slot_in(dense_host_order(one_dense.src ? f.src() : f.dst()),
                                       one_dense, dense_at);
         r = in && Classifier::common_ipv4_matches(one_match, f) ? 0 : -1;
@@ -232,9 +232,9 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
         const CompiledRule& cr = kOne ? one : s.compiled[size_t(r)];
         if (kOne || cr.fast_common_ipv4) [[likely]] {
           p1[i].rule = int32_t(r);
-          if (kOne ? kDense : cr.dense.slots != 0) {
+          if (kDense && (kOne || cr.dense.slots != 0)) {
             const DenseKey& dk = kOne ? one_dense : cr.dense;
-            const uint64_t slot = kDense ? dense_at : dense_slot(dk.src ? f.src() : f.dst(), dk);
+            const uint64_t slot = kOne ? dense_at : dense_slot(dk.src ? f.src() : f.dst(), dk);
             FlowTable* const flows = kOne ? one_flows : cr.flows;
             p1[i].hash = slot;
             p1[i].line = flows->template dense_tag<kOneWords>(slot);
@@ -290,7 +290,7 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
                 .state;
       } else {
         const auto init = [&](std::atomic<uint64_t>* st) { cr.init_state(st, now_ns); };
-        w = cr.dense.slots != 0
+        w = kDense && cr.dense.slots != 0
                 ? flows->template find_or_insert_dense<kOneWords>(p1[i].line, p1[i].hash,
                                                                   rule_tick, init)
                       .state

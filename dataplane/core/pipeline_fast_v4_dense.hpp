@@ -1,6 +1,8 @@
-// The common-IPv4 burst of a snapshot whose one rule has a dense flow table (dense_key.hpp):
-// the loops of pipeline_fast_v4_burst.hpp with the slot from the address instead of a hash,
-// specialised on the rule's algorithm and common shape, chosen once per burst.
+// The common-IPv4 burst of a snapshot in which a fast rule has a dense flow table
+// (dense_key.hpp, RulesSnapshot::any_dense_fast): the loops of pipeline_fast_v4_burst.hpp with
+// the slot from the address instead of a hash. One such rule alone: specialised on its
+// algorithm and common shape, chosen once per burst; among others: the any-rules loops, with
+// the kind of table looked up per packet's rule.
 #pragma once
 
 #include "pipeline_fast_v4_burst.hpp"
@@ -12,7 +14,10 @@ size_t burst_dense_common_ipv4(const Run& run, const Frames& src, size_t m, uint
                                uint64_t now_ns, WorkerCounters& counters, Verdict* verdicts,
                                Classified* cl, VerdictFill fill) {
   using fast_v4::burst;
-  const CompiledRule& cr = run.s.compiled[0];
+  const RulesSnapshot& s = run.s;
+  if (s.compiled.size() != 1 || !s.classifier.linear())
+    return burst<false, KeyMode::none, false, false, false, true>(run, src, m, port, now_ns, counters, verdicts, cl, fill);
+  const CompiledRule& cr = s.compiled[0];
   // kMode is unused by a dense loop (no key is hashed): one instance per shape, any mode.
   constexpr KeyMode kAny = KeyMode::dst_ip;
   if (cr.fast_srtcm) {

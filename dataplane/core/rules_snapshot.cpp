@@ -355,6 +355,7 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
         cr.fast_srtcm ||
         (cr.lone_policer && cr.flows && rs[i].algorithm == Algorithm::token_bucket);
     snap->fast_common_ipv4 = snap->fast_common_ipv4 || cr.fast_common_ipv4;
+    snap->any_dense_fast = snap->any_dense_fast || (cr.fast_common_ipv4 && cr.dense.slots != 0);
     if (cr.flows) {
       snap->keyed.push_back(cr.flows);
       snap->sweeps.push_back(

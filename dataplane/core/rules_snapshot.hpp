@@ -155,6 +155,9 @@ struct RulesSnapshot {
   // Every fast_common_ipv4 rule is a token bucket keyed by this one mode (none: not so, or no
   // such rule): the burst's loops then need no per-rule key or algorithm dispatch.
   KeyMode uniform_token_bucket_key = KeyMode::none;
+  // A fast_common_ipv4 rule has a dense table: the burst takes the loops that look up either
+  // kind of table (pipeline_fast_v4_dense.hpp); the others never test for one.
+  bool any_dense_fast = false;
   uint32_t default_slot = 0;
   uint32_t counter_slots = 0;  // counters a worker needs: every slot below this
   // What a worker adopting this snapshot does to its counters (Pipeline::enter()).
