@@ -111,8 +111,11 @@ TEST(FlowScale, ExpirySliceBetweenBurstsStaysUnderTenMicroseconds) {
               budget, us.size(), freed, p50, p99, p999, us.back());
   EXPECT_EQ(freed, snap.rules[0].active_flows);
   // The max includes preemption by other processes on a shared machine; the percentiles are
-  // the cost of the work itself.
+  // the cost of the work itself. Not under ASan, whose shadow checks make every slot several
+  // times dearer: its p99 read 12.4 us in a clean-clone CI of session 28 beside two fuzzers.
+#ifndef SLUICE_ASAN
   EXPECT_LT(p99, 10.0);
+#endif
 }
 
 }  // namespace
