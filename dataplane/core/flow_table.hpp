@@ -183,7 +183,7 @@ class FlowTable {
   void prefetch_dense(const std::atomic<uint64_t>* tag, uint64_t slot) const {
     const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
     __builtin_prefetch(tag, 1, 3);
-    __builtin_prefetch(tag + kWays + (slot % kWays) * (words - 1), 1, 3);
+    __builtin_prefetch(state_of_tag(tag, slot % kWays, words), 1, 3);
   }
   // Keys a dense table has a slot for; 0 for a hashed table.
   uint64_t dense_slots() const { return dense_slots_; }
@@ -319,6 +319,20 @@ class FlowTable {
     return states(set) + way * state_words_;
   }
   static uint64_t fp_bits(uint64_t hash) { return tag_of(hash) << kFingerprintShift; }
+  // The state words of way `way`, from its tag word: way w's words are at kWays + w * words
+  // from its set, so kWays + w * (words - 1) from its tag.
+  template <class Word>
+  static Word* state_of_tag(Word* tag, size_t way, unsigned words) {
+    return tag + kWays + way * (words - 1);
+  }
+  // A claimed slot's flow made visible: init() sets its words, then the tag (seen once until
+  // its next packet; the release makes init()'s words visible with it).
+  template <class Init>
+  static void publish(std::atomic<uint64_t>& tag, std::atomic<uint64_t>* state, uint64_t fp,
+                      uint32_t tick, Init& init) {
+    init(state);
+    tag.store(fp | kSeenOnce | tick, std::memory_order_release);
+  }
   // Moves a found flow's tick forward and clears its seen-once mark; skipped when both are
   // unchanged (most packets of a busy flow). `seen` is the tag as last read: if it no longer
   // holds fp, the slot was recycled meanwhile and is not ours to touch; if it changed since,
@@ -448,8 +462,7 @@ template <unsigned kStateWords, class Init>
     // A flow already touched this tick and seen before (most packets of a busy flow) has
     // exactly this tag: one compare of the word the match read, and nothing to write.
     if (seen != (fp | tick)) [[unlikely]] touch(*tag, seen, fp, tick);
-    // Way w's state words are at kWays + w * words: from its tag at w, kWays + w * (words - 1).
-    return {tag + kWays + (tag - line) * (words - 1), Outcome::found};
+    return {state_of_tag(tag, size_t(tag - line), words), Outcome::found};
   }
   return find_elsewhere_or_insert(hash, fp, tick, init);
 }
@@ -461,8 +474,7 @@ template <unsigned kStateWords, class Init>
   const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
   assert(words == state_words_);
   const uint64_t fp = dense_fp(slot);
-  // Way w's state words are at kWays + w * words from its set, from its tag kWays + w * (words - 1).
-  std::atomic<uint64_t>* const state = tag + kWays + (slot % kWays) * (words - 1);
+  std::atomic<uint64_t>* const state = state_of_tag(tag, slot % kWays, words);
   const uint64_t seen = tag->load(std::memory_order_acquire);
   if ((seen & ~kLifeMask) == fp) [[likely]] {
     // A flow already touched this tick and seen before (most packets of a busy flow) has
@@ -479,11 +491,7 @@ template <class Init>
                                                            uint64_t slot, uint64_t fp,
                                                            uint32_t tick, Init& init) {
   const Lookup l = claim_dense(tag, state, slot, fp, tick);
-  if (l.outcome == Outcome::created) {
-    init(state);
-    // Seen once until its next packet; the release makes init()'s words visible.
-    tag.store(fp | kSeenOnce | tick, std::memory_order_release);
-  }
+  if (l.outcome == Outcome::created) publish(tag, state, fp, tick, init);
   return l;
 }
 
@@ -499,11 +507,8 @@ template <class Init>
     }
   }
   Claim c = claim(first, second, fp, tick);
-  if (c.lookup.outcome == Outcome::created || c.lookup.outcome == Outcome::evicted) {
-    init(c.lookup.state);
-    // Seen once until its next packet; the release makes init()'s words visible.
-    c.tag->store(fp | kSeenOnce | tick, std::memory_order_release);
-  }
+  if (c.lookup.outcome == Outcome::created || c.lookup.outcome == Outcome::evicted)
+    publish(*c.tag, c.lookup.state, fp, tick, init);
   return c.lookup;
 }
 
