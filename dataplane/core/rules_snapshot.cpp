@@ -285,6 +285,11 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
   std::vector<bool> prev_kept(prev ? prev->compiled.size() : 0, false);
   std::vector<uint32_t> taken;
   const uint64_t first_id = *ctx.next_state_id;
+  // On a refusal: the new states' counter slots and ids go back.
+  auto undo_new_states = [&] {
+    for (uint32_t s : taken) ctx.slots->give_back(s);
+    *ctx.next_state_id = first_id;
+  };
   for (size_t i = 0; i < rs.size(); ++i) {
     CompiledRule& cr = snap->compiled[i];
     std::shared_ptr<RuleState> st;
@@ -298,8 +303,7 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     if (!st) {
       auto made = new_state(rs[i], ctx);
       if (!made) {
-        for (uint32_t s : taken) ctx.slots->give_back(s);
-        *ctx.next_state_id = first_id;
+        undo_new_states();
         return make_error("rule \"" + rs[i].name + "\": cannot create its flow table: " +
                               made.error().message, made.error().kind);
       }
@@ -315,8 +319,7 @@ Result<std::unique_ptr<RulesSnapshot>> build_snapshot(
     if (cr.flows && cr.flows->dense_slots() != 0) {
       cr.dense = dense_key_of(rs[i], cr.flows->capacity());
       if (cr.dense.slots != cr.flows->dense_slots()) {
-        for (uint32_t s : taken) ctx.slots->give_back(s);
-        *ctx.next_state_id = first_id;
+        undo_new_states();
         return make_error("rule \"" + rs[i].name + "\": its flow table is dense for " +
                           std::to_string(cr.flows->dense_slots()) + " keys, the rule has " +
                           std::to_string(cr.dense.slots));
