@@ -91,17 +91,43 @@ static __always_inline struct sl_flow_slot *sl_ft_slot(struct sl_flow_set *s1,
                           : &s2->slot[way & (SL_FT_WAYS - 1)];
 }
 
+/* The sweep (sluice_abi.h "Flow tables"): one set per claim. */
+static __always_inline void sl_ft_sweep_next(void *table, struct sl_flow_meta *m, __u32 tick) {
+  const __u64 sets = m->sets;
+  struct sl_flow_set *sw;
+  __u32 at;
+  if (!sets) return;
+  at = (__u32)(__sync_fetch_and_add(&m->cursor, 1) % sets);
+  sw = bpf_map_lookup_elem(table, &at);
+  if (sw) sl_ft_sweep_set(sw, m, tick);
+}
+
+/* A claimed way (0..7) of set s made a flow: its bucket initialised full (the key beside it,
+ * for user space), then published seen once; the locked CAS publishes the initialised words. */
+static __always_inline struct sl_bucket *sl_ft_publish(const struct sl_xdp_rule *r,
+                                                       struct sl_flow_set *s, __u32 way,
+                                                       const struct sl_flow_key *key, __u64 fp,
+                                                       __u32 tick, __u64 now_ns) {
+  struct sl_flow_slot *slot = &s->slot[way & (SL_FT_WAYS - 1)];
+  sl_init_bucket(r, &slot->b, now_ns);
+  slot->b.seq = 2;
+  slot->b.packets = 0;
+  slot->b.bytes = 0;
+  s->key[way & (SL_FT_WAYS - 1)] = *key;
+  __sync_val_compare_and_swap(&s->tag[way & (SL_FT_WAYS - 1)], SL_FT_PENDING | fp,
+                              fp | SL_FT_SEEN_ONCE | tick);
+  return &slot->b;
+}
+
 /* The flow's bucket when it is not in its first set s1 (FlowTable::find_elsewhere_or_insert):
- * its second set, else a claim, after which a created or evicted slot is initialised full
- * (the key beside it, for user space) and published seen once. NULL: no slot. */
+ * its second set, else a claim, after which a created or evicted slot is published. NULL: no
+ * slot. */
 static __always_inline struct sl_bucket *sl_flow_elsewhere(
     const struct sl_xdp_rule *r, void *table, struct sl_flow_meta *m,
     struct sl_flow_set *s1, const struct sl_flow_key *key, __u64 hash, __u64 fp, __u32 tick,
     __u32 first, __u64 now_ns) {
-  struct sl_flow_set *s2 = s1, *sw;
-  struct sl_flow_slot *slot;
-  __u32 second = sl_ft_set(hash, SL_FT_SET_MUL2, m->sets), n = SL_FT_WAYS, way, at;
-  __u64 sets = m->sets;
+  struct sl_flow_set *s2 = s1;
+  __u32 second = sl_ft_set(hash, SL_FT_SET_MUL2, m->sets), n = SL_FT_WAYS, way;
   int res;
   if (second != first) {
     s2 = bpf_map_lookup_elem(table, &second);
@@ -110,29 +136,65 @@ static __always_inline struct sl_bucket *sl_flow_elsewhere(
     res = sl_ft_way(s2, fp, tick, 1);
     if (res >= 0) return &s2->slot[res & (SL_FT_WAYS - 1)].b;
   }
-  /* The sweep (sluice_abi.h "Flow tables"): one set per claim. */
-  if (sets) {
-    at = (__u32)(__sync_fetch_and_add(&m->cursor, 1) % sets);
-    sw = bpf_map_lookup_elem(table, &at);
-    if (sw) sl_ft_sweep_set(sw, m, tick);
-  }
+  sl_ft_sweep_next(table, m, tick);
   res = sl_ft_claim(s1, s2, m, fp, (__u64)tick | (__u64)n << SL_FT_TICK_BITS);
   if (!res) return 0;
   way = ((__u32)res >> 8) & (2 * SL_FT_WAYS - 1);
-  slot = sl_ft_slot(s1, s2, way);
-  if ((res & 0xff) == SL_FT_IS_FOUND) return &slot->b;
-  sl_init_bucket(r, &slot->b, now_ns);
-  slot->b.seq = 2;
-  slot->b.packets = 0;
-  slot->b.bytes = 0;
-  if (way < SL_FT_WAYS)
-    s1->key[way & (SL_FT_WAYS - 1)] = *key;
-  else
-    s2->key[way & (SL_FT_WAYS - 1)] = *key;
-  /* Seen once until its next packet; the locked CAS publishes the initialised words. */
-  __sync_val_compare_and_swap(sl_ft_tag(s1, s2, way), SL_FT_PENDING | fp,
-                              fp | SL_FT_SEEN_ONCE | tick);
-  return &slot->b;
+  if ((res & 0xff) == SL_FT_IS_FOUND) return &sl_ft_slot(s1, s2, way)->b;
+  return sl_ft_publish(r, way < SL_FT_WAYS ? s1 : s2, way, key, fp, tick, now_ns);
+}
+
+/* The frame's flow in a hashed table (created full on its first packet); NULL: no slot. */
+static __always_inline struct sl_bucket *sl_hashed_flow(const struct sl_xdp_rule *r,
+                                                        const struct sl_frame *f, void *table,
+                                                        struct sl_flow_meta *m, __u64 now_ns) {
+  struct sl_flow_set *s1;
+  struct sl_flow_key key;
+  __u32 tick, first;
+  __u64 hash, fp;
+  int way;
+  sl_flow_key_of(f, r, &key);
+  hash = sl_flow_hash(&key, m);
+  fp = sl_ft_fp(hash);
+  tick = sl_ft_tick(m, now_ns);
+  first = sl_ft_set(hash, SL_FT_SET_MUL1, m->sets);
+  s1 = bpf_map_lookup_elem(table, &first);
+  if (!s1) return 0;
+  /* The first set holds nearly every flow: one tag line, then the bucket's line. */
+  way = sl_ft_way(s1, fp, tick, 1);
+  if (way >= 0) return &s1->slot[way & (SL_FT_WAYS - 1)].b;
+  return sl_flow_elsewhere(r, table, m, s1, &key, hash, fp, tick, first, now_ns);
+}
+
+/* The frame's flow in a dense table (FlowTable::find_or_insert_dense): its key's slot, no
+ * hash, no tag scan, no second set; NULL: no slot. */
+static __always_inline struct sl_bucket *sl_dense_flow(const struct sl_xdp_rule *r,
+                                                       const struct sl_frame *f, void *table,
+                                                       struct sl_flow_meta *m, __u64 now_ns) {
+  const __s64 slot = sl_ft_dense_slot(m, f->src, f->dst, f->ip_version);
+  struct sl_flow_set *s;
+  struct sl_flow_key key;
+  __u32 set, way, tick;
+  __u64 fp, *tag;
+  int res;
+  if (slot < 0) return 0;
+  set = (__u32)((__u64)slot / SL_FT_WAYS);
+  way = (__u32)slot & (SL_FT_WAYS - 1);
+  s = bpf_map_lookup_elem(table, &set);
+  if (!s) return 0;
+  fp = sl_ft_dense_fp((__u64)slot);
+  tick = sl_ft_tick(m, now_ns);
+  tag = &s->tag[way];
+  if ((*(volatile __u64 *)tag & ~SL_FT_LIFE_MASK) == fp) {
+    sl_ft_touch(tag, fp, tick);
+    return &s->slot[way].b;
+  }
+  sl_ft_sweep_next(table, m, tick);
+  res = sl_ft_claim_dense(s, m, way, fp, tick);
+  if (!res) return 0;
+  if (res == SL_FT_IS_FOUND) return &s->slot[way].b;
+  sl_flow_key_of(f, r, &key);
+  return sl_ft_publish(r, s, way, &key, fp, tick, now_ns);
 }
 
 /* The rule's bucket for this frame: its aggregate, or its flow's in the rule's own table
@@ -142,13 +204,10 @@ static __always_inline struct sl_bucket *sl_flow_elsewhere(
 static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *r,
                                                       const struct sl_frame *f, __u64 now_ns) {
   struct sl_flow_meta *m = 0;
-  struct sl_flow_set *s1;
-  struct sl_flow_key key;
   struct sl_bucket *b;
-  __u32 state = r->state, tick, first;
-  __u64 seq, hash, fp;
+  __u32 state = r->state;
+  __u64 seq;
   void *table;
-  int way;
   if (r->key_mode == SL_KEY_NONE) {
     b = bpf_map_lookup_elem(&sl_aggregates, &state);
     if (!b) return 0;
@@ -161,21 +220,8 @@ static __always_inline struct sl_bucket *sl_state_for(const struct sl_xdp_rule *
   }
   table = sl_flow_table_of(r, &m);
   if (!table || !m) return 0;
-  sl_flow_key_of(f, r, &key);
-  hash = sl_flow_hash(&key, m);
-  fp = sl_ft_fp(hash);
-  tick = sl_ft_tick(m, now_ns);
-  first = sl_ft_set(hash, SL_FT_SET_MUL1, m->sets);
-  s1 = bpf_map_lookup_elem(table, &first);
-  if (!s1) return 0;
-  /* The first set holds nearly every flow: one tag line, then the bucket's line. */
-  way = sl_ft_way(s1, fp, tick, 1);
-  if (way >= 0) {
-    b = &s1->slot[way & (SL_FT_WAYS - 1)].b;
-  } else {
-    b = sl_flow_elsewhere(r, table, m, s1, &key, hash, fp, tick, first, now_ns);
-    if (!b) return 0;
-  }
+  b = m->dense ? sl_dense_flow(r, f, table, m, now_ns) : sl_hashed_flow(r, f, table, m, now_ns);
+  if (!b) return 0;
   if (b->last_seen_ns != now_ns) b->last_seen_ns = now_ns;
   b->packets += 1;
   b->bytes += f->len;
@@ -194,6 +240,17 @@ static __always_inline struct sl_bucket *sl_flow_find(const struct sl_xdp_rule *
   void *table = sl_flow_table_of(r, &m);
   int way;
   if (!table || !m) return 0;
+  if (m->dense) {
+    const __s64 slot = sl_ft_dense_slot(m, f->src, f->dst, f->ip_version);
+    if (slot < 0) return 0;
+    first = (__u32)((__u64)slot / SL_FT_WAYS);
+    s = bpf_map_lookup_elem(table, &first);
+    if (!s) return 0;
+    way = (int)((__u32)slot & (SL_FT_WAYS - 1));
+    return (*(volatile __u64 *)&s->tag[way] & ~SL_FT_LIFE_MASK) == sl_ft_dense_fp((__u64)slot)
+               ? &s->slot[way].b
+               : 0;
+  }
   sl_flow_key_of(f, r, &key);
   hash = sl_flow_hash(&key, m);
   fp = sl_ft_fp(hash);

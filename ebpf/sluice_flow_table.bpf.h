@@ -306,6 +306,50 @@ __attribute__((noinline)) int sl_ft_claim(struct sl_flow_set *s1, struct sl_flow
   return 0;
 }
 
+/* A dense table's slot for a frame (sl_flow_meta "dense"): its keyed IPv4 address's offset in
+ * the match's prefix, as the core's dense_slot_in() works it out; -1 for a frame without one in
+ * range (the classifier lets only the prefix's IPv4 frames through, so that is a mixed-up
+ * table, which gets no slot as on the core). An address below the base wraps to an offset
+ * past the range, so one comparison is the prefix test too. */
+static __always_inline __s64 sl_ft_dense_slot(const struct sl_flow_meta *m, const __u8 *src,
+                                              const __u8 *dst, __u8 ip_version) {
+  __u32 addr;
+  __u64 slot;
+  if (ip_version != 4) return -1;
+  __builtin_memcpy(&addr, m->dense_src ? src : dst, 4);
+  slot = (__u32)(__builtin_bswap32(addr) - m->dense_base) >> (m->dense_shift & 31);
+  return slot >> (m->dense_bits & 63) ? -1 : (__s64)slot;
+}
+
+/* FlowTable::dense_fp: a dense table's flow of key offset `slot` is stored under slot + 1. */
+static __always_inline __u64 sl_ft_dense_fp(__u64 slot) { return (slot + 1) << SL_FT_FP_SHIFT; }
+
+/* FlowTable::claim_dense: the flow of a dense slot's key, found (published meanwhile) or claimed
+ * (its tag word from empty to pending: the caller initialises and publishes it). The slot is
+ * this key's alone, so there is nothing to scan, evict or race for but a peer claiming the same
+ * key, which is waited for boundedly. Returns SL_FT_IS_FOUND, SL_FT_IS_CREATED or 0 (no slot). */
+__attribute__((noinline)) int sl_ft_claim_dense(struct sl_flow_set *s, struct sl_flow_meta *m,
+                                                __u32 way, __u64 fp, __u32 tick) {
+  const __u64 pending = SL_FT_PENDING | fp;
+  __u64 *tag;
+  if (!s || !m) return 0;
+  tag = &s->tag[way & (SL_FT_WAYS - 1)];
+  for (int i = 0; i < SL_FT_WAIT_READS; ++i) {
+    const __u64 t = *(volatile __u64 *)tag;
+    if ((t & ~SL_FT_LIFE_MASK) == fp) {
+      sl_ft_touch(tag, fp, tick);
+      return SL_FT_IS_FOUND;
+    }
+    if (t == pending) continue; /* another CPU is creating it */
+    if (t != 0) return 0;
+    /* A range within capacity always has a unit for each of its keys. */
+    if (!sl_ft_reserve(m)) return 0;
+    if (__sync_val_compare_and_swap(tag, 0, pending) == 0) return SL_FT_IS_CREATED;
+    __sync_fetch_and_add(&m->active, (__u64)-1);
+  }
+  return 0;
+}
+
 static __always_inline int sl_ft_sweep_tag(__u64 *tag, struct sl_flow_meta *m, __u32 tick) {
   const __u64 t = *(volatile __u64 *)tag;
   __u32 idle;

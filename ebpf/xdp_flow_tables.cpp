@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -103,6 +104,13 @@ sl_flow_meta flow_meta_for(const FlowTableSpec& spec) {
   m.expire_ticks = g.expire_ticks;
   m.evict_ticks = g.evict_ticks;
   m.protect_ticks = g.protect_ticks;
+  if (spec.dense.slots != 0) {
+    m.dense = 1;
+    m.dense_src = spec.dense.src;
+    m.dense_base = spec.dense.base;
+    m.dense_shift = spec.dense.shift;
+    m.dense_bits = uint8_t(std::countr_zero(spec.dense.slots));
+  }
   return m;
 }
 

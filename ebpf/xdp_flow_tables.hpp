@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../dataplane/abi/sluice_abi.h"
+#include "../dataplane/core/dense_key.hpp"
 #include "../dataplane/core/result.hpp"
 
 namespace sluice::xdp {
@@ -41,9 +42,11 @@ struct FlowTableSpec {
   uint64_t max_flows = 0;
   uint64_t idle_timeout_ns = 0;
   uint64_t hash_seed = 0;  // the state's seed (sl_xdp_config.hash_base + its id)
+  DenseKey dense;          // the rule's dense_key_of(rule, max_flows): slots 0, hashed
 };
 
-// The table's numbers for a spec (FlowTable::geometry, flow_hash_keys), counts zero.
+// The table's numbers for a spec (FlowTable::geometry, flow_hash_keys, the dense key), counts
+// zero.
 sl_flow_meta flow_meta_for(const FlowTableSpec& spec);
 // The bytes a table of max_flows flows takes in the kernel.
 uint64_t flow_table_bytes(uint64_t max_flows);

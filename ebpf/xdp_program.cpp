@@ -185,6 +185,8 @@ Status XdpProgram::start_slots_over(const std::vector<uint16_t>& slots,
     spec.max_flows = r.max_flows ? r.max_flows : opts_.default_max_flows;
     spec.idle_timeout_ns = r.idle_timeout_ns;
     spec.hash_seed = seed;
+    // The core's choice for the same rule and capacity, so both tables place its flows alike.
+    spec.dense = dense_key_of(r, spec.max_flows);
     if (Status s = put_flow_table(tables, bpf_map__fd(skel_->maps.sl_flow_meta), key, spec); !s)
       return make_error("rule \"" + r.name + "\": " + s.error().message);
   }

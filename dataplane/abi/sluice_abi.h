@@ -206,7 +206,8 @@ struct sl_xdp_bank {
  * compare-and-swap, capacity count and seen-once eviction preference: a trace replayed on one
  * CPU leaves both tables with the same flows in the same slots, the same evictions and the
  * same refusals (the rule's overflow action). Array-map lookups need no hashing by the kernel,
- * and a flow's lookup reads one tag line and its bucket's line.
+ * and a flow's lookup reads one tag line and its bucket's line. A dense table (sl_flow_meta
+ * "dense") is the core's dense FlowTable: the key's offset in the match's prefix is its slot.
  *
  * Why an array of per-rule arrays, not one big array with per-rule offsets: each rule's table
  * is made, kept and freed with the rule (a rule set switch keeps a kept rule's table as it is,
@@ -300,7 +301,15 @@ struct sl_flow_meta {
   sl_u32 expire_ticks;     /* idle ticks at which a flow has certainly expired */
   sl_u32 evict_ticks;      /* idle ticks at which a flow may be evicted */
   sl_u32 protect_ticks;    /* idle ticks at which a flow seen twice is on probation again */
-  sl_u64 reserved0;
+  /* A dense table (the core's DenseKey, dense_key.hpp): the rule's match pins its keyed IPv4
+   * address to a prefix whose 2^dense_bits keys fit capacity, and key k (the address in host
+   * order minus dense_base, shifted right by dense_shift) is slot k: way k % 8 of set k / 8,
+   * fingerprint k + 1. No hash and no second set, so k0..k2 go unused. dense 0: hashed. */
+  sl_u32 dense_base;
+  sl_u8 dense;
+  sl_u8 dense_src;         /* keyed by the source address (else the destination) */
+  sl_u8 dense_shift;       /* 32 - the key's bits of the address */
+  sl_u8 dense_bits;        /* log2 of the keys */
   /* line 1, written as flows come and go */
   sl_u64 active;           /* slots held: live, expired not yet swept, being claimed */
   sl_u64 evicted;          /* live flows pushed out by a new flow (SPEC §5 flows_evicted) */

@@ -35,6 +35,8 @@ static_assert(sizeof(sl_xdp_bank) == 8);
 static_assert(sizeof(sl_flow_key) == 40);
 static_assert(sizeof(sl_flow_slot) == 64 && sizeof(sl_flow_set) == SL_FT_SET_BYTES &&
               offsetof(sl_flow_set, slot) == 64 && sizeof(sl_flow_meta) == 128);
+static_assert(offsetof(sl_flow_meta, dense_base) == 56 && offsetof(sl_flow_meta, dense_bits) == 63,
+              "a dense table's numbers in line 0, beside the rest a packet reads");
 // The program's flow tables are the core's FlowTable, word for word (sluice_abi.h "Flow tables").
 static_assert(SL_HASH_S0 == detail::kHashS0 && SL_HASH_S1 == detail::kHashS1 &&
               SL_HASH_S2 == detail::kHashS2, "the core's flow hash");

@@ -5,6 +5,7 @@
 // program's table being the core's FlowTable) every packet of a flood is decided as the core
 // decides it: evicted where the core evicts (a victim idle >= 1 ms, seen once or idle 1 s),
 // refused with the overflow action where the core refuses.
+#include <algorithm>
 #include <random>
 
 #include "packet_builder.hpp"
@@ -212,6 +213,69 @@ TEST_F(XdpFlowTables, ARandomFloodIsDecidedAsOnTheCore) {
   const TrafficCounters c = counters_of(*prog_, 0);
   for (size_t o = 0; o < kOutcomeCount; ++o)
     EXPECT_EQ(c.packets[o], core_counters_.per_rule[0].packets[o]) << outcome_name(Outcome(o));
+}
+
+// Rules whose match pins the keyed address to a prefix within max-flows get dense tables on
+// both backends (dense_key.hpp, sluice_abi.h sl_flow_meta "dense"): key k (the address's
+// offset, or its key prefix's) in slot k, so the program's table lists its flows in offset
+// order, which a hashed table would not (64 keys in random order). Decisions, counters and
+// flow counts as on the core, a token bucket per destination and a meter per source /28 alike,
+// beside a hashed rule; a frame outside the prefix is not the rule's.
+TEST_F(XdpFlowTables, ADenseTableHoldsEachKeyAtItsOffsetAndDecidesAsTheCore) {
+  start("default: {action: pass}\n"
+        "rules:\n"
+        "  - {name: dst, match: {proto: udp, dst: 198.51.100.0/26}, key: dst-ip, rate: 1pps,"
+        " burst: 2, algorithm: token-bucket, action: drop, max-flows: 64}\n"
+        "  - {name: src28, match: {proto: udp, src: 10.8.0.0/22}, key: src-prefix/28,"
+        " algorithm: srtcm, rate: 100B/s, burst: 100, excess-burst: 100,"
+        " actions: {green: pass, yellow: mark-dscp:AF13, red: drop}, max-flows: 64}\n"
+        "  - {name: hashed, match: {proto: udp}, key: src-ip, rate: 1pps, burst: 2,"
+        " algorithm: token-bucket, action: drop, max-flows: 64}\n");
+  std::mt19937 rng(11);
+  std::vector<int> order(64);
+  for (int i = 0; i < 64; ++i) order[size_t(i)] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<Packet> t;
+  uint64_t now = kT0;
+  for (int round = 0; round < 3; ++round)
+    for (int k : order) {
+      now += rng() % 3'000'000;
+      const std::string dst = "198.51.100." + std::to_string(k);
+      t.push_back({PacketBuilder().ipv4("172.16.0.1", dst).udp(4000, 53).payload(18).build(), now});
+      const std::string src = "10.8." + std::to_string(k / 16) + "." + std::to_string(k % 16 * 16 + 3);
+      t.push_back({PacketBuilder().ipv4(src, "192.0.2.1").udp(4000, 53).payload(40).build(), now});
+      // Outside both prefixes: the hashed rule's.
+      t.push_back({udp_from("10.9.0." + std::to_string(k), 53), now});
+    }
+  run_both(t);
+  expect_flows({64, 64, 64}, {0, 0, 0});
+  for (size_t r = 0; r < 3; ++r) {
+    SCOPED_TRACE(r);
+    const TrafficCounters c = counters_of(*prog_, r);
+    for (size_t o = 0; o < kOutcomeCount; ++o)
+      EXPECT_EQ(c.packets[o], core_counters_.per_rule[r].packets[o]) << outcome_name(Outcome(o));
+    EXPECT_GT(c.pkts(Outcome::matched), c.pkts(Outcome::conformed)) << "some were refused";
+  }
+
+  auto sample = prog_->sample_flows();
+  ASSERT_TRUE(sample.ok()) << sample.error().message;
+  // The address bytes of key word 1 (source low, destination high), as loaded from the wire.
+  const auto offsets_of = [&](size_t rule, bool src, unsigned shift) {
+    std::vector<uint32_t> at;
+    for (const xdp::FlowCount& f : sample->flows)
+      if (f.state == prog_->entries()[rule].state) {
+        const uint32_t loaded = uint32_t(src ? f.key.w[1] : f.key.w[1] >> 32);
+        at.push_back((__builtin_bswap32(loaded) >> shift) & 63);
+      }
+    return at;
+  };
+  std::vector<uint32_t> all(64);
+  for (uint32_t i = 0; i < 64; ++i) all[i] = i;
+  EXPECT_EQ(offsets_of(0, false, 0), all) << "destination k in slot k";
+  EXPECT_EQ(offsets_of(1, true, 4), all) << "source /28 k in slot k";
+  std::vector<uint32_t> hashed = offsets_of(2, true, 0);
+  EXPECT_EQ(hashed.size(), 64u);
+  EXPECT_NE(hashed, all) << "a hashed table holds its flows out of order";
 }
 
 TEST(XdpFlowTablesSize, ATableTooLargeIsRefusedAndNothingChanges) {
