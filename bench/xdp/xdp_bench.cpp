@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -125,11 +126,16 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// One frame per flow, sources 10.0.0.0 + i in a fixed random order: a dense table
+// (per_source_pinned) would otherwise be walked in address order, line after line.
 std::vector<Bytes> frames_for(size_t flows) {
+  std::vector<uint32_t> order(flows);
+  for (size_t i = 0; i < flows; ++i) order[i] = uint32_t(i);
+  std::shuffle(order.begin(), order.end(), std::mt19937(1));
   std::vector<Bytes> out;
   out.reserve(flows);
-  for (size_t i = 0; i < flows; ++i) {
-    const uint32_t src = 0x0a000000u + uint32_t(i);  // 10.0.0.0 + i
+  for (uint32_t i : order) {
+    const uint32_t src = 0x0a000000u + i;  // 10.0.0.0 + i
     char addr[32];
     std::snprintf(addr, sizeof addr, "%u.%u.%u.%u", src >> 24, (src >> 16) & 255,
                   (src >> 8) & 255, src & 255);
@@ -179,6 +185,15 @@ struct Program {
 const char* kPerSource =
     "rules:\n  - {name: per-source, match: {proto: udp}, key: src-ip, algorithm: "
     "token-bucket, rate: 1000000pps, burst: 1000000, action: drop}\n";
+
+// kPerSource with the sources pinned to the smallest prefix of 10.0.0.0 that holds `flows`
+// of frames_for()'s: a dense table (dense_key.hpp; at most table_flows keys, see main).
+std::string per_source_pinned(size_t flows) {
+  const unsigned bits = flows <= 1 ? 0u : unsigned(std::bit_width(flows - 1));
+  return "rules:\n  - {name: per-source, match: {proto: udp, src: 10.0.0.0/" +
+         std::to_string(32 - bits) +
+         "}, key: src-ip, algorithm: token-bucket, rate: 1000000pps, burst: 1000000, action: drop}\n";
+}
 
 const char* kDropPerSource =
     "rules:\n  - {name: per-source, match: {proto: udp}, key: src-ip, algorithm: "
@@ -288,6 +303,9 @@ int main(int argc, char** argv) {
       {"sluice, no rules", [&](size_t) { return load_sluice(kNoRules); },
        [&] { sluice_prog.reset(); }},
       {"sluice, token-bucket per source", [&](size_t) { return load_sluice(kPerSource); },
+       [&] { sluice_prog.reset(); }},
+      {"sluice, token-bucket per source, sources pinned (dense table)",
+       [&](size_t flows) { return load_sluice(per_source_pinned(flows).c_str()); },
        [&] { sluice_prog.reset(); }},
   };
 
