@@ -63,19 +63,15 @@ TEST(XdpConcurrency, MeterColoursExactlyItsBuckets) {
   EXPECT_EQ(t.pkts(Outcome::red), kTotal - 450000);
 }
 
-// New flows claimed by several CPUs at once (sluice_flow_table.bpf.h: the claim's CAS and the
-// re-read of the other candidates): threads send the same new sources in the same order at one
-// instant, so most flows are first seen by two or more CPUs together. A flow created twice would
-// have a second full bucket: exactly one packet per source conforms only if each flow has one
-// slot, and the table then holds each source once.
-TEST(XdpConcurrency, FlowsCreatedOnSeveralCpusAtOnceAreCreatedOnce) {
+// New flows claimed by several CPUs at once: threads send the same new sources in the same
+// order at one instant, so most flows are first seen by two or more CPUs together. A flow
+// created twice would have a second full bucket: exactly one packet per source conforms only
+// if each flow has one slot, and the table then holds each source once.
+void expect_each_flow_created_once(const std::string& rule) {
   constexpr int kSources = 3000;
   auto prog = load_test_program();
   ASSERT_NE(prog, nullptr);
-  ASSERT_TRUE(prog->set_rules(rules_from("rules:\n  - {name: r, match: {}, key: src-ip, "
-                                         "rate: 1pps, burst: 1, algorithm: token-bucket, "
-                                         "action: drop, max-flows: 8192}\n"))
-                  .ok());
+  ASSERT_TRUE(prog->set_rules(rules_from("rules:\n  - " + rule + "\n")).ok());
   ASSERT_TRUE(prog->set_test_now(7'000'000'000).ok());
   std::vector<Bytes> frames;
   for (int i = 0; i < kSources; ++i)
@@ -97,6 +93,21 @@ TEST(XdpConcurrency, FlowsCreatedOnSeveralCpusAtOnceAreCreatedOnce) {
   ASSERT_TRUE(flows.ok()) << flows.error().message;
   EXPECT_EQ((*flows)[0].active, uint64_t(kSources));
   EXPECT_EQ((*flows)[0].evicted, 0u);
+}
+
+// A hashed table (sluice_flow_table.bpf.h sl_ft_claim: the claim's CAS and the re-read of the
+// other candidates).
+TEST(XdpConcurrency, FlowsCreatedOnSeveralCpusAtOnceAreCreatedOnce) {
+  expect_each_flow_created_once("{name: r, match: {}, key: src-ip, rate: 1pps, burst: 1, "
+                                "algorithm: token-bucket, action: drop, max-flows: 8192}");
+}
+
+// A dense table (sl_ft_claim_dense: one CAS on the key's own tag word): the sources' /24s
+// under 10.0.0.0/12, 4,096 keys.
+TEST(XdpConcurrency, DenseFlowsCreatedOnSeveralCpusAtOnceAreCreatedOnce) {
+  expect_each_flow_created_once("{name: r, match: {src: 10.0.0.0/12}, key: src-prefix/24, "
+                                "rate: 1pps, burst: 1, algorithm: token-bucket, action: drop, "
+                                "max-flows: 8192}");
 }
 
 }  // namespace
