@@ -166,23 +166,33 @@ static __always_inline struct sl_bucket *sl_hashed_flow(const struct sl_xdp_rule
   return sl_flow_elsewhere(r, table, m, s1, &key, hash, fp, tick, first, now_ns);
 }
 
+/* A dense table's set holding the frame's key (sl_ft_dense_slot), its way in *way and its
+ * fingerprint in *fp; NULL if the frame has no key in the table's range. */
+static __always_inline struct sl_flow_set *sl_dense_set_of(void *table,
+                                                           const struct sl_flow_meta *m,
+                                                           const struct sl_frame *f, __u32 *way,
+                                                           __u64 *fp) {
+  const __s64 slot = sl_ft_dense_slot(m, f->src, f->dst, f->ip_version);
+  __u32 set;
+  if (slot < 0) return 0;
+  set = (__u32)((__u64)slot / SL_FT_WAYS);
+  *way = (__u32)slot & (SL_FT_WAYS - 1);
+  *fp = sl_ft_dense_fp((__u64)slot);
+  return bpf_map_lookup_elem(table, &set);
+}
+
 /* The frame's flow in a dense table (FlowTable::find_or_insert_dense): its key's slot, no
  * hash, no tag scan, no second set; NULL: no slot. */
 static __always_inline struct sl_bucket *sl_dense_flow(const struct sl_xdp_rule *r,
                                                        const struct sl_frame *f, void *table,
                                                        struct sl_flow_meta *m, __u64 now_ns) {
-  const __s64 slot = sl_ft_dense_slot(m, f->src, f->dst, f->ip_version);
-  struct sl_flow_set *s;
   struct sl_flow_key key;
-  __u32 set, way, tick;
-  __u64 fp, *tag;
+  __u32 way = 0, tick;
+  __u64 fp = 0, *tag;
   int res;
-  if (slot < 0) return 0;
-  set = (__u32)((__u64)slot / SL_FT_WAYS);
-  way = (__u32)slot & (SL_FT_WAYS - 1);
-  s = bpf_map_lookup_elem(table, &set);
+  struct sl_flow_set *s = sl_dense_set_of(table, m, f, &way, &fp);
   if (!s) return 0;
-  fp = sl_ft_dense_fp((__u64)slot);
+  way &= SL_FT_WAYS - 1;
   tick = sl_ft_tick(m, now_ns);
   tag = &s->tag[way];
   if ((*(volatile __u64 *)tag & ~SL_FT_LIFE_MASK) == fp) {
@@ -241,15 +251,11 @@ static __always_inline struct sl_bucket *sl_flow_find(const struct sl_xdp_rule *
   int way;
   if (!table || !m) return 0;
   if (m->dense) {
-    const __s64 slot = sl_ft_dense_slot(m, f->src, f->dst, f->ip_version);
-    if (slot < 0) return 0;
-    first = (__u32)((__u64)slot / SL_FT_WAYS);
-    s = bpf_map_lookup_elem(table, &first);
+    __u32 w = 0;
+    s = sl_dense_set_of(table, m, f, &w, &fp);
     if (!s) return 0;
-    way = (int)((__u32)slot & (SL_FT_WAYS - 1));
-    return (*(volatile __u64 *)&s->tag[way] & ~SL_FT_LIFE_MASK) == sl_ft_dense_fp((__u64)slot)
-               ? &s->slot[way].b
-               : 0;
+    w &= SL_FT_WAYS - 1;
+    return (*(volatile __u64 *)&s->tag[w] & ~SL_FT_LIFE_MASK) == fp ? &s->slot[w].b : 0;
   }
   sl_flow_key_of(f, r, &key);
   hash = sl_flow_hash(&key, m);
