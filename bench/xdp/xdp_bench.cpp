@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -130,7 +131,7 @@ Options parse(int argc, char** argv) {
 // (per_source_pinned) would otherwise be walked in address order, line after line.
 std::vector<Bytes> frames_for(size_t flows) {
   std::vector<uint32_t> order(flows);
-  for (size_t i = 0; i < flows; ++i) order[i] = uint32_t(i);
+  std::iota(order.begin(), order.end(), 0u);
   std::shuffle(order.begin(), order.end(), std::mt19937(1));
   std::vector<Bytes> out;
   out.reserve(flows);
@@ -182,17 +183,17 @@ struct Program {
   std::function<void()> unload;
 };
 
-const char* kPerSource =
-    "rules:\n  - {name: per-source, match: {proto: udp}, key: src-ip, algorithm: "
-    "token-bucket, rate: 1000000pps, burst: 1000000, action: drop}\n";
+// A token bucket per source that every frame conforms to, for the frames `match` takes.
+std::string per_source(const std::string& match) {
+  return "rules:\n  - {name: per-source, match: " + match +
+         ", key: src-ip, algorithm: token-bucket, rate: 1000000pps, burst: 1000000, action: drop}\n";
+}
 
-// kPerSource with the sources pinned to the smallest prefix of 10.0.0.0 that holds `flows`
-// of frames_for()'s: a dense table (dense_key.hpp; at most table_flows keys, see main).
+// The sources pinned to the smallest prefix of 10.0.0.0 that holds `flows` of frames_for()'s:
+// a dense table (dense_key.hpp; at most table_flows keys, see main).
 std::string per_source_pinned(size_t flows) {
   const unsigned bits = flows <= 1 ? 0u : unsigned(std::bit_width(flows - 1));
-  return "rules:\n  - {name: per-source, match: {proto: udp, src: 10.0.0.0/" +
-         std::to_string(32 - bits) +
-         "}, key: src-ip, algorithm: token-bucket, rate: 1000000pps, burst: 1000000, action: drop}\n";
+  return per_source("{proto: udp, src: 10.0.0.0/" + std::to_string(32 - bits) + "}");
 }
 
 const char* kDropPerSource =
@@ -255,7 +256,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<sluice::xdp::XdpProgram> sluice_prog;
   // sluice's tables hold this many flows (the probe's array is as large as one of them)
   const uint64_t table_flows = std::max<size_t>(max_flows + max_flows / 4, 1024);
-  auto load_sluice = [&](const char* yaml) {
+  auto load_sluice = [&](const std::string& yaml) {
     sluice::xdp::LoadOptions lo;
     lo.default_max_flows = table_flows;
     auto p = sluice::xdp::XdpProgram::load(lo);
@@ -302,10 +303,11 @@ int main(int argc, char** argv) {
        [&] { bench_array_probe__destroy(probe); probe = nullptr; }},
       {"sluice, no rules", [&](size_t) { return load_sluice(kNoRules); },
        [&] { sluice_prog.reset(); }},
-      {"sluice, token-bucket per source", [&](size_t) { return load_sluice(kPerSource); },
+      {"sluice, token-bucket per source",
+       [&](size_t) { return load_sluice(per_source("{proto: udp}")); },
        [&] { sluice_prog.reset(); }},
       {"sluice, token-bucket per source, sources pinned (dense table)",
-       [&](size_t flows) { return load_sluice(per_source_pinned(flows).c_str()); },
+       [&](size_t flows) { return load_sluice(per_source_pinned(flows)); },
        [&] { sluice_prog.reset(); }},
   };
 
