@@ -192,7 +192,6 @@ static __always_inline struct sl_bucket *sl_dense_flow(const struct sl_xdp_rule 
   int res;
   struct sl_flow_set *s = sl_dense_set_of(table, m, f, &way, &fp);
   if (!s) return 0;
-  way &= SL_FT_WAYS - 1;
   tick = sl_ft_tick(m, now_ns);
   tag = &s->tag[way];
   if ((*(volatile __u64 *)tag & ~SL_FT_LIFE_MASK) == fp) {
@@ -254,7 +253,6 @@ static __always_inline struct sl_bucket *sl_flow_find(const struct sl_xdp_rule *
     __u32 w = 0;
     s = sl_dense_set_of(table, m, f, &w, &fp);
     if (!s) return 0;
-    w &= SL_FT_WAYS - 1;
     return (*(volatile __u64 *)&s->tag[w] & ~SL_FT_LIFE_MASK) == fp ? &s->slot[w].b : 0;
   }
   sl_flow_key_of(f, r, &key);
