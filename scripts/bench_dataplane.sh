@@ -4,6 +4,7 @@
 #   scripts/bench_dataplane.sh [--flows "1000 100000 1000000"] [--repetitions N]
 #                              [--warmup S] [--duration S] [--no-two-workers]
 #                              [--breakdown] [--peers] [--profile] [--burst N] [--no-wait]
+#                              [--compare-with SLUICED_B]
 #   scripts/bench_dataplane.sh --rules-scale "1 100 1000 10000" [--repetitions N] ...
 #
 # Every run: EAL on hugepages, `--vdev net_pcap0,rx_pcap=T.pcap,infinite_rx=1` (the whole
@@ -48,6 +49,10 @@
 # mix; bench/dataplane/rules_scale.py writes them), on a 1,000-flow trace from 192.0.2.0/22
 # to port 53 (132,000 packets); Mpps, ns/packet, RSS when packets first flow and at the end
 # (and sluiced's "flow tables: ..." line, if it prints one).
+# --compare-with SLUICED_B: an A/B of two builds. Right after every 1-worker sluiced run with
+# bench/dataplane/rules.yaml, the same run with the sluiced binary SLUICED_B ("sluiced B"), so
+# the pair shares the trace, the repetition and the moment; a table gives B / A per pair (on a
+# noisy host, read the pairs, not separate medians).
 # --no-wait: skip the wait for a quiet machine (a quick check of the script, not a record).
 # --profile: afterwards `perf record -e cpu-clock -g` on sluiced (1 worker) at the largest F
 # and the top of `perf report`.
@@ -83,6 +88,7 @@ BURST=32
 MBUF_SIZE=2176
 MIN_PACKETS=131072
 RULES=bench/dataplane/rules.yaml
+SLUICED_B=""
 TELEMETRY=${DPDK_TELEMETRY:-/usr/bin/dpdk-telemetry.py}
 TESTPMD=${DPDK_TESTPMD:-dpdk-testpmd}
 HP_DIR=/sys/kernel/mm/hugepages/hugepages-2048kB
@@ -106,6 +112,7 @@ while [ $# -gt 0 ]; do
     --profile) PROFILE=1; shift ;;
     --burst) BURST=$2; shift 2 ;;
     --mbuf-size) MBUF_SIZE=$2; shift 2 ;;
+    --compare-with) SLUICED_B=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench_dataplane: unknown argument '$1'" >&2; usage ;;
   esac
@@ -297,8 +304,10 @@ run() {
         "--mbuf-size=$MBUF_SIZE" "--nb-cores=$w" "--rxq=$w" "--txq=$w" "--burst=$BURST" --stats-period=86400 \
         </dev/null >"$out" 2>&1 &
       ;;
-    sluiced)
-      "$SLUICED" "${eal[@]}" -- --config "$rules" --flows "$f" --mbufs "$MBUFS" \
+    sluiced|sluiced-b)
+      local bin=$SLUICED
+      [ "$kind" = sluiced-b ] && bin=$SLUICED_B
+      "$bin" "${eal[@]}" -- --config "$rules" --flows "$f" --mbufs "$MBUFS" \
         --mbuf-size "$MBUF_SIZE" --burst "$BURST" --report "$report" </dev/null >"$out" 2>&1 &
       ;;
     floor)
@@ -393,6 +402,10 @@ EOF
   exit 0
 fi
 KINDS1="io macswap sluiced floor"
+if [ -n "$SLUICED_B" ]; then
+  [ -x "$SLUICED_B" ] || die "--compare-with: $SLUICED_B is not an executable"
+  KINDS1="io macswap sluiced sluiced-b floor"
+fi
 LARGEST=$(echo "$FLOWS" | tr ' ' '\n' | sort -n | tail -1)
 for rep in $(seq 1 "$REPS"); do
   for f in $FLOWS; do
@@ -482,6 +495,24 @@ for f in flows:
     ev = vals(f, 1, "sluiced", "evicted")
     line += f" {med(conf):.2f}% |" if conf else " - |"
     print(line + (f" {med(ev):,.0f} |" if ev else " - |"))
+if any(r["kind"] == "sluiced-b" for r in rows):
+    def by_rep(f, kind):
+        return {r["rep"]: float(r["mpps"]) for r in rows
+                if int(r["flows"]) == f and int(r["workers"]) == 1 and r["kind"] == kind
+                and r["rep"] != "profile"}
+    print("\nA/B (--compare-with): sluiced A (this tree's build) and B, one after the other in "
+          "each repetition; B / A per pair, and each against the same repetition's floor:\n")
+    print("| flows | A Mpps | B Mpps | B / A per pair | **B / A median** | A / floor | B / floor | B conforming |")
+    print("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    for f in flows:
+        a, b, fl = by_rep(f, "sluiced"), by_rep(f, "sluiced-b"), by_rep(f, "floor")
+        reps = sorted(set(a) & set(b), key=int)
+        pairs = [b[k] / a[k] for k in reps]
+        conf = vals(f, 1, "sluiced-b", "conform_pct")
+        print(f"| {f:,} | {cell(list(a.values()))} | {cell(list(b.values()))} | "
+              f"{', '.join(f'{x:.2f}' for x in pairs)} | **{med(pairs):.2f}** | "
+              f"{ratio(list(a.values()), list(fl.values()))} | {ratio(list(b.values()), list(fl.values()))} | "
+              + (f"{med(conf):.2f}% |" if conf else "- |"))
 if peers:
     print("\nBeside DPDK's examples/qos_meter (srTCM colour-blind per destination with rte_meter, "
           "256 destinations, output colour written into every frame), 1 forwarding lcore, same "
