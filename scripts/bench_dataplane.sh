@@ -450,10 +450,13 @@ two = sys.argv[3] == "1"
 peers = sys.argv[4] == "1"
 largest = max(flows)
 
-def vals(f, w, kind, field="mpps"):
-    return [float(r[field]) for r in rows
+def picked(f, w, kind, field="mpps"):  # the measured rows of one process and shape
+    return [r for r in rows
             if int(r["flows"]) == f and int(r["workers"]) == w and r["kind"] == kind
             and r["rep"] != "profile" and r[field] != ""]
+
+def vals(f, w, kind, field="mpps"):
+    return [float(r[field]) for r in picked(f, w, kind, field)]
 
 def med(v):
     return statistics.median(v) if v else float("nan")
@@ -471,9 +474,8 @@ def ratio(a, b):
     return f"**{med(a) / med(b):.2f}x**" if a and b else "-"
 
 def per_cpu(f, w, kind):  # Mpps per CPU the process got, per repetition
-    return [float(r["mpps"]) / float(r["cpu"]) for r in rows
-            if int(r["flows"]) == f and int(r["workers"]) == w and r["kind"] == kind
-            and r["rep"] != "profile" and r["cpu"] and float(r["cpu"]) > 0]
+    return [float(r["mpps"]) / float(r["cpu"]) for r in picked(f, w, kind, "cpu")
+            if float(r["cpu"]) > 0]
 
 def packets(f):
     return traces[f]
@@ -497,21 +499,18 @@ for f in flows:
     print(line + (f" {med(ev):,.0f} |" if ev else " - |"))
 if any(r["kind"] == "sluiced-b" for r in rows):
     def by_rep(f, kind):
-        return {r["rep"]: float(r["mpps"]) for r in rows
-                if int(r["flows"]) == f and int(r["workers"]) == 1 and r["kind"] == kind
-                and r["rep"] != "profile"}
+        return {r["rep"]: float(r["mpps"]) for r in picked(f, 1, kind)}
     print("\nA/B (--compare-with): sluiced A (this tree's build) and B, one after the other in "
-          "each repetition; B / A per pair, and each against the same repetition's floor:\n")
+          "each repetition; B / A per pair, and each one's median against the floor's:\n")
     print("| flows | A Mpps | B Mpps | B / A per pair | **B / A median** | A / floor | B / floor | B conforming |")
     print("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
     for f in flows:
-        a, b, fl = by_rep(f, "sluiced"), by_rep(f, "sluiced-b"), by_rep(f, "floor")
-        reps = sorted(set(a) & set(b), key=int)
-        pairs = [b[k] / a[k] for k in reps]
+        a, b = by_rep(f, "sluiced"), by_rep(f, "sluiced-b")
+        pairs = [b[k] / a[k] for k in sorted(set(a) & set(b), key=int)]
+        va, vb, fl = list(a.values()), list(b.values()), vals(f, 1, "floor")
         conf = vals(f, 1, "sluiced-b", "conform_pct")
-        print(f"| {f:,} | {cell(list(a.values()))} | {cell(list(b.values()))} | "
-              f"{', '.join(f'{x:.2f}' for x in pairs)} | **{med(pairs):.2f}** | "
-              f"{ratio(list(a.values()), list(fl.values()))} | {ratio(list(b.values()), list(fl.values()))} | "
+        print(f"| {f:,} | {cell(va)} | {cell(vb)} | {', '.join(f'{x:.2f}' for x in pairs)} | "
+              f"**{med(pairs):.2f}** | {ratio(va, fl)} | {ratio(vb, fl)} | "
               + (f"{med(conf):.2f}% |" if conf else "- |"))
 if peers:
     print("\nBeside DPDK's examples/qos_meter (srTCM colour-blind per destination with rte_meter, "
