@@ -35,6 +35,19 @@ setup() {
   fi
 }
 
+# Configures build-fuzz if needed and builds the given targets, one caller at a time: runs
+# beside each other share build-fuzz (a campaign's two, CI's xargs -P 2), and two ninjas that
+# both regenerate it after a meson.build change fail one of them ("rebuilding 'build.ninja':
+# subcommand failed": a campaign run lost in session 33).
+build_locked() {
+  mkdir -p "$build"
+  (
+    flock 9
+    setup
+    ninja -C "$build" "$@"
+  ) 9>"$build/.fuzz-build.lock"
+}
+
 # The longest input each target is given (-max_len; libFuzzer's default grows to 4096 bytes).
 # Past these the inputs only repeat what a shorter one does: more bursts and frames through
 # the same flow tables (pipeline: 1 KiB is ~80 frames, past any fuzzed flow cap of 64), more
@@ -63,7 +76,7 @@ run() {
     echo "fuzz.sh: no target '$target' (scripts/fuzz.sh --list)" >&2
     return 2
   fi
-  ninja -C "$build" "tests/fuzz/fuzz_$target" >/dev/null
+  build_locked "tests/fuzz/fuzz_$target" >/dev/null
   local work="$build/corpus/$target" artifacts="$build/artifacts/$target"
   mkdir -p "$work" "$artifacts"
   local time_args=()
@@ -88,10 +101,9 @@ run() {
 case $1 in
   --list) targets ;;
   --build)
-    setup
     # Quiet when it builds; when it does not, ninja's own output says why (on stdout).
     log=$(mktemp)
-    if ! ninja -C "$build" $(targets | sed 's|^|tests/fuzz/fuzz_|') >"$log" 2>&1; then
+    if ! build_locked $(targets | sed 's|^|tests/fuzz/fuzz_|') >"$log" 2>&1; then
       grep -v '^\[' "$log" >&2
       rm -f "$log"
       exit 1
@@ -108,8 +120,7 @@ case $1 in
       echo "fuzz.sh: no target '$target' (scripts/fuzz.sh --list)" >&2
       exit 2
     }
-    setup
-    ninja -C "$build" "tests/fuzz/fuzz_$target" >/dev/null
+    build_locked "tests/fuzz/fuzz_$target" >/dev/null
     [ -d "$work" ] || { echo "fuzz.sh: no corpus yet for $target ($work)" >&2; exit 2; }
     merged=$(mktemp -d "$build/corpus/.merge-$target.XXXXXX")
     # Every input runs once more: one that now crashes (a build since the campaign) is kept
@@ -136,7 +147,6 @@ case $1 in
     seconds=$2
     shift 2
     [ "${1:-}" != -- ] || shift
-    setup
     status=0
     for t in $(targets); do run "$t" "$seconds" "$@" || status=1; done
     exit $status
@@ -146,7 +156,6 @@ case $1 in
     target=$1 seconds=${2:-0}
     shift $(($# >= 2 ? 2 : 1))
     [ "${1:-}" != -- ] || shift
-    setup
     run "$target" "$seconds" "$@"
     ;;
 esac
