@@ -2,6 +2,7 @@
 // to run beside testpmd and sluiced on the same vdevs and traces (scripts/bench_dataplane.sh).
 //
 //   sluice-flow-floor [EAL args] -- --flows F [--mbufs N] [--mbuf-size BYTES] [--burst B] [--overlap]
+//                                    [--split]
 //
 // Per packet it does what testpmd --forward-mode=macswap does (swap the MAC addresses, send
 // port 0 -> port 1) plus the one thing a per-flow limiter cannot skip: read and write the
@@ -13,6 +14,9 @@
 //    tags to compare), the slot at the hash, written unconditionally (a tag and a counter);
 //  - prefetched as sluiced does: every packet's slot first, then the writes; or, --overlap,
 //    the writes of a burst only after the next burst's prefetches.
+// --split lays the same 16 bytes per flow out as sluiced's sets are: 8 flows' tags in one line
+// and their counters in the next, so a packet touches two lines (both prefetched) in a table
+// of the same size. Against the default it measures what a packet's second line costs.
 // So (sluice-flow-floor / testpmd macswap) bounds what a per-flow design keeping at least 16
 // bytes per flow can reach on the machine it runs on, and the gap between it and sluiced is
 // what sluiced's own code costs.
@@ -49,6 +53,7 @@ struct Options {
   uint16_t mbuf_size = RTE_MBUF_DEFAULT_BUF_SIZE;  // data room, headroom included
   uint16_t burst = 32;
   bool overlap = false;
+  bool split = false;  // a set's 8 tags in one line, their counters in the next
 };
 
 struct Floor {
@@ -79,8 +84,12 @@ Options parse_options(int argc, char** argv) {
       o.overlap = true;
       continue;
     }
+    if (a == "--split") {
+      o.split = true;
+      continue;
+    }
     uint64_t v = 0;
-    if (i + 1 >= argc || !parse_u64(argv[i + 1], v)) die("usage: -- --flows F [--mbufs N] [--mbuf-size BYTES] [--burst B] [--overlap]");
+    if (i + 1 >= argc || !parse_u64(argv[i + 1], v)) die("usage: -- --flows F [--mbufs N] [--mbuf-size BYTES] [--burst B] [--overlap] [--split]");
     if (a == "--flows") o.flows = v;
     else if (a == "--mbufs") o.mbufs = unsigned(v);
     else if (a == "--mbuf-size") {
@@ -93,6 +102,7 @@ Options parse_options(int argc, char** argv) {
   }
   if (o.flows == 0) die("--flows F (> 0) is required");
   if (o.burst == 0 || o.burst > kMaxBurst) die("--burst must be in [1, 64]");
+  if (o.split && o.flows % 8 != 0) die("--split needs --flows a multiple of 8");
   return o;
 }
 
@@ -122,19 +132,29 @@ void receive(Floor& f, Burst& b) {
     const uint8_t* d = rte_pktmbuf_mtod(b.pkts[i], const uint8_t*);
     b.hash[i] = flow_hash(d);
     const uint64_t at = uint64_t((static_cast<unsigned __int128>(b.hash[i]) * f.opt.flows) >> 64);
-    b.slot[i] = f.table + 2 * at;
-    rte_prefetch0(b.slot[i]);
+    if (f.opt.split) {
+      // Slot `at` is way at % 8 of set at / 8: its tag in the set's first line, its counter
+      // at the same way of the second.
+      uint64_t* const set = f.table + 16 * (at / 8);
+      b.slot[i] = set + at % 8;
+      rte_prefetch0(set);
+      rte_prefetch0(set + 8);
+    } else {
+      b.slot[i] = f.table + 2 * at;
+      rte_prefetch0(b.slot[i]);
+    }
   }
 }
 
 void write_and_send(Floor& f, Burst& b) {
+  const size_t counter = f.opt.split ? 8 : 1;  // the counter's offset from the tag, in words
   for (uint16_t i = 0; i < b.n; ++i) {
     auto* eth = rte_pktmbuf_mtod(b.pkts[i], rte_ether_hdr*);
     const rte_ether_addr a = eth->src_addr;
     eth->src_addr = eth->dst_addr;
     eth->dst_addr = a;
     b.slot[i][0] = b.hash[i];
-    b.slot[i][1] += 1;
+    b.slot[i][counter] += 1;
   }
   const uint16_t sent = rte_eth_tx_burst(1, 0, b.pkts, b.n);
   f.tx += sent;
@@ -204,8 +224,9 @@ int main(int argc, char** argv) {
 
   std::signal(SIGINT, [](int) { g_stop.store(true); });
   std::signal(SIGTERM, [](int) { g_stop.store(true); });
-  std::printf("sluice-flow-floor: %llu flows (%zu-byte table), forwarding port 0 -> 1\n",
-              static_cast<unsigned long long>(o.flows), bytes);
+  std::printf("sluice-flow-floor: %llu flows (%zu-byte table%s), forwarding port 0 -> 1\n",
+              static_cast<unsigned long long>(o.flows), bytes,
+              o.split ? ", tags and counters in separate lines" : "");
   std::fflush(stdout);
   rte_eal_remote_launch(forward, &f, worker);
   while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
