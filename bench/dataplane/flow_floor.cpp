@@ -125,6 +125,13 @@ struct Burst {
   uint16_t n = 0;
 };
 
+// kSplit (--split) is a template parameter, not a test per packet, so the plain floor's loops
+// are what they were before the option existed. The counter's offset from its flow's tag, in
+// words: the next word, or the same way of the set's second line.
+template <bool kSplit>
+constexpr size_t kCounter = kSplit ? 8 : 1;
+
+template <bool kSplit>
 void receive(Floor& f, Burst& b) {
   b.n = rte_eth_rx_burst(0, 0, b.pkts, f.opt.burst);
   f.rx += b.n;
@@ -132,7 +139,7 @@ void receive(Floor& f, Burst& b) {
     const uint8_t* d = rte_pktmbuf_mtod(b.pkts[i], const uint8_t*);
     b.hash[i] = flow_hash(d);
     const uint64_t at = uint64_t((static_cast<unsigned __int128>(b.hash[i]) * f.opt.flows) >> 64);
-    if (f.opt.split) {
+    if constexpr (kSplit) {
       // Slot `at` is way at % 8 of set at / 8: its tag in the set's first line, its counter
       // at the same way of the second.
       uint64_t* const set = f.table + 16 * (at / 8);
@@ -146,15 +153,15 @@ void receive(Floor& f, Burst& b) {
   }
 }
 
+template <bool kSplit>
 void write_and_send(Floor& f, Burst& b) {
-  const size_t counter = f.opt.split ? 8 : 1;  // the counter's offset from the tag, in words
   for (uint16_t i = 0; i < b.n; ++i) {
     auto* eth = rte_pktmbuf_mtod(b.pkts[i], rte_ether_hdr*);
     const rte_ether_addr a = eth->src_addr;
     eth->src_addr = eth->dst_addr;
     eth->dst_addr = a;
     b.slot[i][0] = b.hash[i];
-    b.slot[i][counter] += 1;
+    b.slot[i][kCounter<kSplit>] += 1;
   }
   const uint16_t sent = rte_eth_tx_burst(1, 0, b.pkts, b.n);
   f.tx += sent;
@@ -162,25 +169,30 @@ void write_and_send(Floor& f, Burst& b) {
   b.n = 0;
 }
 
-int forward(void* arg) {
-  Floor& f = *static_cast<Floor*>(arg);
+template <bool kSplit>
+int forward_as(Floor& f) {
   Burst bursts[2];
   unsigned fresh = 0;
   while (!g_stop.load(std::memory_order_relaxed)) {
-    receive(f, bursts[fresh]);
+    receive<kSplit>(f, bursts[fresh]);
     if (!f.opt.overlap) {
-      if (bursts[fresh].n != 0) write_and_send(f, bursts[fresh]);
+      if (bursts[fresh].n != 0) write_and_send<kSplit>(f, bursts[fresh]);
       continue;
     }
     // --overlap: the previous burst's writes after this burst's prefetches, so each slot has
     // a whole burst of time to arrive.
     Burst& older = bursts[fresh ^ 1];
-    if (older.n != 0) write_and_send(f, older);
+    if (older.n != 0) write_and_send<kSplit>(f, older);
     if (bursts[fresh].n != 0) fresh ^= 1;
   }
   for (Burst& b : bursts)
-    if (b.n != 0) write_and_send(f, b);
+    if (b.n != 0) write_and_send<kSplit>(f, b);
   return 0;
+}
+
+int forward(void* arg) {
+  Floor& f = *static_cast<Floor*>(arg);
+  return f.opt.split ? forward_as<true>(f) : forward_as<false>(f);
 }
 
 void setup_port(uint16_t port, rte_mempool* pool) {
