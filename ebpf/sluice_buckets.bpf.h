@@ -127,7 +127,7 @@ static __always_inline struct sl_bucket *sl_flow_elsewhere(
     struct sl_flow_set *s1, const struct sl_flow_key *key, __u64 hash, __u64 fp, __u32 tick,
     __u32 first, __u64 now_ns) {
   struct sl_flow_set *s2 = s1;
-  __u32 second = sl_ft_set(hash, SL_FT_SET_MUL2, m->sets), n = SL_FT_WAYS, way;
+  __u32 second = sl_ft_second_set(hash, m->sets), n = SL_FT_WAYS, way;
   int res;
   if (second != first) {
     s2 = bpf_map_lookup_elem(table, &second);
@@ -157,7 +157,7 @@ static __always_inline struct sl_bucket *sl_hashed_flow(const struct sl_xdp_rule
   hash = sl_flow_hash(&key, m);
   fp = sl_ft_fp(hash);
   tick = sl_ft_tick(m, now_ns);
-  first = sl_ft_set(hash, SL_FT_SET_MUL1, m->sets);
+  first = sl_ft_set(hash, m->sets);
   s1 = bpf_map_lookup_elem(table, &first);
   if (!s1) return 0;
   /* The first set holds nearly every flow: one tag line, then the bucket's line. */
@@ -258,12 +258,12 @@ static __always_inline struct sl_bucket *sl_flow_find(const struct sl_xdp_rule *
   sl_flow_key_of(f, r, &key);
   hash = sl_flow_hash(&key, m);
   fp = sl_ft_fp(hash);
-  first = sl_ft_set(hash, SL_FT_SET_MUL1, m->sets);
+  first = sl_ft_set(hash, m->sets);
   s = bpf_map_lookup_elem(table, &first);
   if (!s) return 0;
   way = sl_ft_way(s, fp, 0, 0);
   if (way >= 0) return &s->slot[way & (SL_FT_WAYS - 1)].b;
-  second = sl_ft_set(hash, SL_FT_SET_MUL2, m->sets);
+  second = sl_ft_second_set(hash, m->sets);
   if (second == first) return 0;
   s = bpf_map_lookup_elem(table, &second);
   if (!s) return 0;

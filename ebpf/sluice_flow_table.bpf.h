@@ -33,9 +33,14 @@ static __always_inline __u64 sl_flow_hash(const struct sl_flow_key *k,
   return sl_mix(h ^ SL_HASH_S2, m->k0);
 }
 
-/* FlowTable::set_of / second_set_of: fastrange on a multiplicative re-mix. */
-static __always_inline __u32 sl_ft_set(__u64 hash, __u64 mul, __u64 sets) {
-  return (__u32)sl_mul_hi(hash * mul, sets);
+/* FlowTable::set_of: fastrange on the hash. */
+static __always_inline __u32 sl_ft_set(__u64 hash, __u64 sets) {
+  return (__u32)sl_mul_hi(hash, sets);
+}
+
+/* FlowTable::second_set_of: fastrange on a multiplicative re-mix. */
+static __always_inline __u32 sl_ft_second_set(__u64 hash, __u64 sets) {
+  return (__u32)sl_mul_hi(hash * SL_FT_SET_MUL2, sets);
 }
 
 /* FlowTable::fp_bits: the hash's low 38 bits (0 remapped to 1), in place. */

@@ -234,12 +234,12 @@ struct sl_flow_key {
   sl_u64 w[SL_FLOW_KEY_WORDS];
 };
 
-/* The core's hash constants (flow_key.hpp kHashS0..2; sluice_abi.hpp checks them) and set
- * multipliers (FlowTable::set_of, second_set_of). */
+/* The core's hash constants (flow_key.hpp kHashS0..2; sluice_abi.hpp checks them) and the
+ * second set's multiplier (FlowTable::second_set_of; the first set is the hash's own
+ * fastrange, FlowTable::set_of). */
 #define SL_HASH_S0 0xa0761d6478bd642full
 #define SL_HASH_S1 0xe7037ed1a0b428dbull
 #define SL_HASH_S2 0x8ebc6af09c88c6e3ull
-#define SL_FT_SET_MUL1 0x9e3779b97f4a7c15ull
 #define SL_FT_SET_MUL2 0xd6e8feb86659fd93ull
 
 /* The core's tag word (flow_table.hpp): bit 63 pending | 38-bit fingerprint (62..25) | bit 24

@@ -39,9 +39,10 @@
 //
 // Tag word: bit 63 pending | 38-bit fingerprint (bits 62..25) | bit 24 seen once | 24-bit
 // last-seen tick (23..0). 0 is an empty slot. The fingerprint is the low 38 bits of the
-// caller's seeded 64-bit hash (0 remapped to 1) and the set comes from the whole hash,
-// independently: two flows share a bucket only if their hashes agree in both, which with a
-// random per-start seed is negligible (~2^-35 per new flow) and unforceable. "Seen once" is
+// caller's seeded 64-bit hash (0 remapped to 1) and the first set comes from its high bits,
+// the second from a re-mix of all of them, independently: two flows share a bucket only if
+// their hashes agree in the fingerprint and a set, which with a random per-start seed is
+// negligible (~2^-35 per new flow) and unforceable. "Seen once" is
 // set when a flow is created and cleared by its next packet (the touch that moves the tick
 // also clears it, so a hit costs nothing more); eviction prefers such flows
 // (flow_eviction.hpp), so a flood of one-packet flows evicts its own kind first.
@@ -159,7 +160,14 @@ class FlowTable {
   template <unsigned kStateWords = 0, class Init>
   Lookup find_or_insert_line(std::atomic<uint64_t>* line, uint64_t hash, uint32_t tick,
                              Init&& init);
-  std::atomic<uint64_t>* first_line(uint64_t hash) const { return set_at(set_of(hash)); }
+  // kStateWords: state_words(), for a caller that knows it (the set's stride is then a
+  // constant: a shift, not a multiply; 0: read from the table).
+  template <unsigned kStateWords = 0>
+  std::atomic<uint64_t>* first_line(uint64_t hash) const {
+    const unsigned stride = kStateWords != 0 ? kWays * (1 + kStateWords) : stride_words_;
+    assert(stride == stride_words_);
+    return sets_ + set_of(hash) * stride;
+  }
 
   // Dense tables: the same for the flow of key offset `slot` (< dense_slots()), from its tag
   // word (dense_tag(slot), worked out once to prefetch it with prefetch_dense()).
@@ -290,10 +298,11 @@ class FlowTable {
   uint32_t tick_of(uint64_t now_ns) const { return uint32_t((now_ns >> tick_shift_) & kTickMask); }
 
  private:
-  // Fastrange on a multiplicative re-mix of the whole hash: independent of the fingerprint's
-  // bits, and no power-of-two set count needed.
+  // Fastrange on the hash: its high bits pick the set (no power-of-two set count needed), the
+  // low 38 are the fingerprint, so the two are independent below 2^26 sets (a 200M-flow
+  // table). The hash's last step is a multiply-fold, so its high bits need no re-mix.
   size_t set_of(uint64_t hash) const {
-    return size_t((static_cast<unsigned __int128>(hash * 0x9e3779b97f4a7c15ull) * nsets_) >> 64);
+    return size_t((static_cast<unsigned __int128>(hash) * nsets_) >> 64);
   }
   // The second choice: another multiplicative re-mix, independent of the first and of the
   // fingerprint. May equal the first (small tables); then the flow simply has one set.
@@ -312,13 +321,20 @@ class FlowTable {
   // extension of a way number.)
   static std::atomic<uint64_t>* first_match(std::atomic<uint64_t>* tag, uint64_t fp,
                                             uint64_t& seen);
+  // The ways of a set whose tags may hold fingerprint bits fp, as bits (way w: bit w), in
+  // way order; every tag holding fp is among them. A caller checks each whole tag.
+  static unsigned candidates(const std::atomic<uint64_t>* tag, uint64_t fp);
   std::atomic<uint64_t>* set_at(size_t set) const { return sets_ + set * stride_words_; }
   std::atomic<uint64_t>* tags(size_t set) const { return set_at(set); }
   std::atomic<uint64_t>* states(size_t set) const { return set_at(set) + kWays; }
   std::atomic<uint64_t>* state_of(size_t set, unsigned way) const {
     return states(set) + way * state_words_;
   }
-  static uint64_t fp_bits(uint64_t hash) { return tag_of(hash) << kFingerprintShift; }
+  // tag_of(hash) << kFingerprintShift, from two shifts whose flags give the zero test.
+  static uint64_t fp_bits(uint64_t hash) {
+    const uint64_t f = hash << (64 - kFingerprintBits) >> (64 - kFingerprintBits - kFingerprintShift);
+    return f != 0 ? f : uint64_t{1} << kFingerprintShift;
+  }
   // The state words of way `way`, from its tag word: way w's words are at kWays + w * words
   // from its set, so kWays + w * (words - 1) from its tag.
   template <class Word>
@@ -409,41 +425,41 @@ class FlowTable {
   alignas(64) std::atomic<uint64_t> cursor_{0};
 };
 
-inline std::atomic<uint64_t>* FlowTable::first_match(std::atomic<uint64_t>* tag, uint64_t fp,
-                                                     uint64_t& seen) {
+inline unsigned FlowTable::candidates(const std::atomic<uint64_t>* tag, uint64_t fp) {
 #ifdef SLUICE_FLOW_TABLE_SSE2
   // Compares the high 32-bit halves of the 8 tags (pending bit and fingerprint bits 62..32) in
-  // two vector compares, then checks a candidate's whole tag with a scalar load: a half
-  // matching by chance (8 in 2^31 lookups) only moves on to the next candidate, so the
-  // answer is the first way whose tag holds fp, as a compare of whole tags gives. Plain
-  // vector loads of words others write atomically, as DPDK's rte_hash compares its
-  // signatures: on x86 each aligned 8-byte half is read whole, and loads are not reordered
-  // with later loads, so this orders like the acquire loads of the scalar scan; the fence
-  // keeps the compiler from moving the caller's state reads above it.
+  // two vector compares: a half matching by chance (8 in 2^31 lookups) is only a candidate
+  // that its whole tag then rules out. Plain vector loads of words others write atomically,
+  // as DPDK's rte_hash compares its signatures: on x86 each aligned 8-byte half is read
+  // whole, and loads are not reordered with later loads, so this orders like the acquire
+  // loads of the scalar scan; the fence keeps the compiler from moving the caller's state
+  // reads above it.
   const auto* line = reinterpret_cast<const float*>(tag);
   const __m128 ways03 = _mm_shuffle_ps(_mm_load_ps(line), _mm_load_ps(line + 4), _MM_SHUFFLE(3, 1, 3, 1));
   const __m128 ways47 = _mm_shuffle_ps(_mm_load_ps(line + 8), _mm_load_ps(line + 12), _MM_SHUFFLE(3, 1, 3, 1));
-  const __m128i want = _mm_set1_epi32(static_cast<int>(fp >> 32));
-  unsigned candidates =
+  // fp's high half in every lane: dword 1 of fp in a register, no shift out of it first.
+  const __m128i want = _mm_shuffle_epi32(_mm_cvtsi64_si128(static_cast<long long>(fp)), 0x55);
+  const unsigned found =
       unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(ways03), want)))) |
       unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(ways47), want)))) << 4;
   std::atomic_signal_fence(std::memory_order_acquire);
-  while (candidates != 0) [[likely]] {
-    std::atomic<uint64_t>* const way = tag + __builtin_ctz(candidates);
-    seen = way->load(std::memory_order_acquire);
-    if ((seen & ~kLifeMask) == fp) [[likely]] return way;
-    candidates &= candidates - 1;
-  }
-  return nullptr;
+  return found;
 #else
   unsigned hits = 0;  // branchless: which way holds a flow is random
   for (unsigned way = 0; way < kWays; ++way)
     hits |= unsigned((tag[way].load(std::memory_order_acquire) & ~kLifeMask) == fp) << way;
-  if (hits == 0) return nullptr;
-  std::atomic<uint64_t>* const way = tag + __builtin_ctz(hits);
-  seen = way->load(std::memory_order_acquire);  // touch() checks it still holds fp
-  return way;
+  return hits;
 #endif
+}
+
+inline std::atomic<uint64_t>* FlowTable::first_match(std::atomic<uint64_t>* tag, uint64_t fp,
+                                                     uint64_t& seen) {
+  for (unsigned c = candidates(tag, fp); c != 0; c &= c - 1) {
+    std::atomic<uint64_t>* const way = tag + __builtin_ctz(c);
+    seen = way->load(std::memory_order_acquire);
+    if ((seen & ~kLifeMask) == fp) [[likely]] return way;
+  }
+  return nullptr;
 }
 
 template <unsigned kStateWords, class Init>
@@ -457,12 +473,18 @@ template <unsigned kStateWords, class Init>
   // read again.
   const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
   assert(words == state_words_);
-  uint64_t seen;
-  if (std::atomic<uint64_t>* const tag = first_match(line, fp, seen)) [[likely]] {
-    // A flow already touched this tick and seen before (most packets of a busy flow) has
-    // exactly this tag: one compare of the word the match read, and nothing to write.
-    if (seen != (fp | tick)) [[unlikely]] touch(*tag, seen, fp, tick);
-    return {state_of_tag(tag, size_t(tag - line), words), Outcome::found};
+  // A flow already touched this tick and seen before (most packets of a busy flow) has
+  // exactly this tag: one compare of the candidate's word, and nothing to write.
+  const uint64_t busy = fp | tick;
+  for (unsigned c = candidates(line, fp); c != 0; c &= c - 1) {
+    std::atomic<uint64_t>* const tag = line + __builtin_ctz(c);
+    const uint64_t seen = tag->load(std::memory_order_acquire);
+    if (seen == busy) [[likely]]
+      return {state_of_tag(tag, size_t(tag - line), words), Outcome::found};
+    if ((seen & ~kLifeMask) == fp) {
+      touch(*tag, seen, fp, tick);
+      return {state_of_tag(tag, size_t(tag - line), words), Outcome::found};
+    }
   }
   return find_elsewhere_or_insert(hash, fp, tick, init);
 }
