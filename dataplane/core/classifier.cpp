@@ -359,7 +359,7 @@ int Classifier::classify_tables_common_ipv4(const Ipv4Fields& f, uint16_t ingres
   if (!src_port_.skip) maps[n++] = src_port_.index.lookup(f.src_port());
   if (!dst_port_.skip) maps[n++] = dst_port_.index.lookup(f.dst_port());
   if (!skip_proto_) maps[n++] = proto_[f.proto];
-  if (!skip_dscp_) maps[n++] = dscp_[f.dscp & 0x3f];
+  if (!skip_dscp_) maps[n++] = dscp_[f.dscp() & 0x3f];
   return first_of(maps, n);
 }
 

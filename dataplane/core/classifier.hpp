@@ -71,7 +71,7 @@ class Classifier {
   // so (word & mask) == value exactly when (varying << shift & mask) == value ^ (fixed &
   // mask), which needs that right side to be 0 outside the varying bits.
   struct CommonIpv4Rule {
-    uint32_t mask = 0, value = 1;      // on match_word_varying(); 1: never
+    uint32_t mask = 0, value = 1;      // on tos_varying(); 1: never
     const LinearRule* more = nullptr;  // the rule, if addresses or port ranges decide too
   };
   CommonIpv4Rule common_ipv4_rule(uint32_t i, uint16_t ingress_port) const {
@@ -81,8 +81,12 @@ class Classifier {
     const uint64_t fixed = kCommonIpv4MatchWord | uint64_t(ingress_port) << match_word::kPortShift;
     const uint64_t want = r.value ^ (fixed & r.mask);
     if ((want & ~(uint64_t{0xffff} << kVaryingShift)) != 0) return t;  // fixed bits differ
-    t.mask = uint32_t(r.mask >> kVaryingShift) & 0xffff;
-    t.value = uint32_t(want >> kVaryingShift);
+    const uint32_t mask = uint32_t(r.mask >> kVaryingShift) & 0xffff;
+    const uint32_t value = uint32_t(want >> kVaryingShift);
+    // A value outside the mask, or above the DSCP (0 in every such frame), never holds.
+    if ((value & ~mask) != 0 || value >> (kVaryingDscp + 6) != 0) return t;
+    t.mask = tos_varying_bits(mask);
+    t.value = tos_varying_bits(value);
     if (r.more) t.more = &r;
     return t;
   }
@@ -100,7 +104,7 @@ class Classifier {
   // Whether that rule holds for such a frame: classify_common_ipv4()'s answer for it.
   [[gnu::always_inline]] static bool common_ipv4_matches(const CommonIpv4Rule& t,
                                                          const Ipv4Fields& f) {
-    if ((match_word_varying(f) & t.mask) != t.value) return false;
+    if ((tos_varying(f) & t.mask) != t.value) return false;
     return t.more == nullptr ||
            linear_more_holds(*t.more, AddrWords{f.src(), 0},
                              AddrWords{f.dst(), 0}, f.src_port(), f.dst_port());

@@ -25,7 +25,8 @@ struct Ipv4Fields {
   // (flow_key.hpp), from one load and two instructions instead of two loads and two swaps.
   uint32_t ports = 0;
   uint8_t proto = 0;  // 6 or 17
-  uint8_t dscp = 0;
+  uint8_t tos = 0;    // DSCP and ECN, as on the wire
+  uint8_t dscp() const { return uint8_t(tos >> 2); }
   // Each address as a 4-byte load from the wire gives it (ParsedFrame::src's first 4 bytes):
   // the first 4 of 8 loaded bytes are the low half of a little-endian word.
   static constexpr bool kLittle = std::endian::native == std::endian::little;
@@ -78,7 +79,7 @@ inline constexpr uint16_t kFragmentBits = kLittle ? 0xff3fu : 0x3fffu;
   if (total_len > wire - kL3) return false;
   if ((load16(ip + 6) & kFragmentBits) != 0) return false;  // a fragment
   f.proto = proto;
-  f.dscp = uint8_t(ip[1] >> 2);
+  f.tos = ip[1];
   f.addrs = unaligned::load64(ip + 12);
   f.ports = be16_pair(load32(data + kL4));
   return true;
@@ -92,7 +93,19 @@ inline constexpr uint64_t kCommonIpv4MatchWord =
 inline constexpr unsigned kVaryingShift = match_word::kProtoShift;
 static_assert(match_word::kDscpShift + 6 <= kVaryingShift + 16);
 inline uint32_t match_word_varying(const Ipv4Fields& f) {
-  return uint32_t(f.proto) | uint32_t(f.dscp) << (match_word::kDscpShift - kVaryingShift);
+  return uint32_t(f.proto) | uint32_t(f.dscp()) << (match_word::kDscpShift - kVaryingShift);
+}
+// The same bits with the DSCP where the TOS byte has it (ECN below it, left out by a mask
+// from tos_varying_mask()): one shift less a frame.
+inline uint32_t tos_varying(const Ipv4Fields& f) {
+  return uint32_t(f.proto) | uint32_t(f.tos) << 8;
+}
+inline constexpr unsigned kVaryingDscp = match_word::kDscpShift - kVaryingShift;
+static_assert(kVaryingDscp == 8);
+// Bits of match_word_varying() as bits of tos_varying(); the bits above the DSCP are 0 in
+// both.
+inline constexpr uint32_t tos_varying_bits(uint32_t varying) {
+  return (varying & 0xff) | (varying >> kVaryingDscp & 0x3f) << (kVaryingDscp + 2);
 }
 inline uint64_t match_word_of(const Ipv4Fields& f) {
   return kCommonIpv4MatchWord | uint64_t(match_word_varying(f)) << kVaryingShift;

@@ -215,7 +215,7 @@ bool parse_common_ipv4(const Bytes& b, ParsedFrame& pf) {
   pf.l3_offset = uint16_t(kEthHeaderLen);
   pf.l4_offset = uint16_t(kEthHeaderLen + kIPv4MinHeaderLen);
   pf.proto = f.proto;
-  pf.dscp = f.dscp;
+  pf.dscp = f.dscp();
   pf.has_ports = true;
   pf.has_l4 = true;
   pf.src_port = f.src_port();

@@ -168,12 +168,13 @@ rules:
 
 namespace {
 
-// The fields frame_fast_v4.hpp reads of a frame whose match word is a common IPv4 frame's.
-std::optional<Ipv4Fields> common_ipv4_fields(const ParsedFrame& pf) {
+// The fields frame_fast_v4.hpp reads of a frame whose match word is a common IPv4 frame's,
+// with ECN bits `ecn` (no rule matches on them).
+std::optional<Ipv4Fields> common_ipv4_fields(const ParsedFrame& pf, uint8_t ecn) {
   if (pf.ip_version != 4 || (pf.proto != 6 && pf.proto != 17)) return std::nullopt;
   Ipv4Fields f;
   f.proto = pf.proto;
-  f.dscp = pf.dscp;
+  f.tos = uint8_t(pf.dscp << 2 | (ecn & 3));
   uint8_t addrs[8];
   std::memcpy(addrs, pf.src.data(), 4);
   std::memcpy(addrs + 4, pf.dst.data(), 4);
@@ -198,10 +199,16 @@ size_t expect_same_as_linear(const std::vector<Rule>& rules, RandomRules& gen, s
         << " proto " << int(pf.proto) << " ports " << pf.has_ports << " vlan "
         << int(pf.vlan_count) << "/" << pf.outer_vlan << " dscp " << int(pf.dscp);
     // A frame the common-IPv4 burst takes is classified from its fields alone, the same way.
-    if (const auto fields = common_ipv4_fields(pf)) {
+    if (const auto fields = common_ipv4_fields(pf, uint8_t(f))) {
       ++*common_frames;
       EXPECT_EQ(c.classify_common_ipv4(*fields, port), want)
           << rules.size() << " rules, common IPv4 frame " << f;
+      // The one-rule burst's step for the first rule: whether that rule holds.
+      if (c.linear() && !rules.empty()) {
+        EXPECT_EQ(Classifier::common_ipv4_matches(c.common_ipv4_rule(0, port), *fields), want == 0)
+            << rules.size() << " rules, common IPv4 frame " << f << " dscp " << int(pf.dscp)
+            << " proto " << int(pf.proto);
+      }
     }
     if (want >= 0) ++matched;
     if (::testing::Test::HasFailure()) break;
