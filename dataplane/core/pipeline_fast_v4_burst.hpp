@@ -22,7 +22,9 @@ struct Pass1 {
   uint64_t hash;                // fast rules: the flow's hash
   std::atomic<uint64_t>* line;  // and its first set's line, already being fetched
   uint32_t len;                 // wire length
-  int32_t rule;  // >= 0: a fast rule; kDefault: no rule, a pass/drop default; kGeneral
+  // >= 0: a fast rule; kDefault: no rule, a pass/drop default; kGeneral. With one rule
+  // (burst's kOne) a frame of the rule is one with a line, and only the others have this.
+  int32_t rule;
 };
 constexpr int32_t kDefault = -1;
 constexpr int32_t kGeneral = -2;
@@ -144,6 +146,91 @@ template <class Frames>
   return !forwards_now(verdicts[i], now_ns);
 }
 
+// What the first pass reads besides the frames: burst's per-burst values, copied into the
+// pass's locals.
+struct FirstPassIn {
+  const RulesSnapshot* s;
+  const CompiledRule* one;  // burst's kOne: the rule
+  FlowTable* one_flows;
+  FlowHashKeys one_keys;
+  Classifier::CommonIpv4Rule one_match;
+  DenseKey one_dense;
+  uint16_t port;
+  uint8_t one_prefix_len;
+  bool default_fast;
+};
+
+// burst's first pass: each frame parsed, classified, hashed and its set's lines prefetched,
+// or marked for the general stages (classified after it); returns how many were marked. A
+// function of its own, without calls, so that its loop has every register: inlined into
+// burst, values live across both passes took them, and its constants (match, hash keys,
+// table) were reloaded from the stack for every packet.
+template <bool kOne, KeyMode kMode, bool kUniform, bool kDense, unsigned kOneWords, class Frames>
+[[gnu::noinline]] size_t first_pass(const FirstPassIn& arg, const Frames& frames, size_t m,
+                                    Pass1* p1) {
+  const Frames src = frames;
+  const RulesSnapshot& s = *arg.s;
+  const CompiledRule& one = *arg.one;
+  FlowTable* const one_flows = arg.one_flows;
+  const FlowHashKeys one_keys = arg.one_keys;
+  const Classifier::CommonIpv4Rule one_match = arg.one_match;
+  const DenseKey one_dense = arg.one_dense;
+  const uint16_t port = arg.port;
+  const uint8_t one_prefix_len = arg.one_prefix_len;
+  const bool default_fast = arg.default_fast;
+  size_t general_seen = 0;
+  for (size_t i = 0; i < m; ++i) {
+    const Pipeline::Frame fr = src.head(i);
+    const uint32_t len = src.wire(fr);
+    p1[i].len = len;
+    Ipv4Fields f;
+    if (src.as_is(fr) && parse_common_ipv4_fields(fr.data, fr.len, len, f)) [[likely]] {
+      uint64_t dense_at = 0;
+      int r;
+      if constexpr (kOne && kDense) {
+        const bool in = dense_slot_in(dense_host_order(one_dense.src ? f.src() : f.dst()),
+                                      one_dense, dense_at);
+        r = in && Classifier::common_ipv4_matches(one_match, f) ? 0 : -1;
+      } else {
+        r = kOne ? (Classifier::common_ipv4_matches(one_match, f) ? 0 : -1)
+                 : s.classifier.classify_common_ipv4(f, port);
+      }
+      if (r >= 0) {
+        const CompiledRule& cr = kOne ? one : s.compiled[size_t(r)];
+        if (kOne || cr.fast_common_ipv4) [[likely]] {
+          if constexpr (!kOne) p1[i].rule = int32_t(r);
+          if (kDense && (kOne || cr.dense.slots != 0)) {
+            const DenseKey& dk = kOne ? one_dense : cr.dense;
+            const uint64_t slot = kOne ? dense_at : dense_slot(dk.src ? f.src() : f.dst(), dk);
+            FlowTable* const flows = kOne ? one_flows : cr.flows;
+            p1[i].hash = slot;
+            p1[i].line = flows->template dense_tag<kOneWords>(slot);
+            flows->prefetch_dense<kOneWords>(p1[i].line, slot);
+            continue;
+          }
+          const uint64_t hash =
+              kOne       ? common_ipv4_hash_of<kMode>(one_keys, one_prefix_len, f)
+              : kUniform ? common_ipv4_hash_of<kMode>(cr, f)
+                         : common_ipv4_hash(cr, f);
+          p1[i].hash = hash;
+          FlowTable* const flows = kOne ? one_flows : cr.flows;
+          p1[i].line = flows->template first_line<kOneWords>(hash);
+          flows->prefetch_line<kOneWords>(p1[i].line);
+          continue;
+        }
+      } else if (default_fast) {
+        p1[i].rule = kDefault;
+        if constexpr (kOne) p1[i].line = nullptr;
+        continue;
+      }
+    }
+    p1[i].rule = kGeneral;
+    if constexpr (kOne) p1[i].line = nullptr;
+    ++general_seen;
+  }
+  return general_seen;
+}
+
 // The burst. kOne: the snapshot's only rule is a fast rule keyed by kMode, so the loops know
 // its rule, its key and its counters without looking; otherwise any rules, of the linear walk
 // or of match tables: kUniform, every fast rule a token bucket keyed by kMode
@@ -167,18 +254,6 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   const RulesSnapshot& s = run.s;
   const ActionKind default_kind = s.rules.default_action.kind;
   const bool default_fast = default_kind == ActionKind::pass || default_kind == ActionKind::drop;
-  std::array<RuleBurst, kOne ? 1 : kShares> rb{};
-  uint32_t tick = 0;
-  if constexpr (kOne) {
-    const CompiledRule& cr = s.compiled[0];
-    tick = cr.flows->tick_of(now_ns);
-    rb[0].rule = 0;
-    if (!cr.fast_srtcm) {
-      sl_tb_at_time(&cr.p.rate, now_ns, &rb[0].at);
-      sl_tb_at_cost(&cr.p.rate, 1, &rb[0].at);
-    }
-  }
-
   // kOne: the rule's fields in locals, read once (a call in the loops, or the flow table's
   // acquire loads, would have them read again for every packet), and its match with its
   // constant part worked out.
@@ -191,9 +266,6 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   const bool one_green_passes = kPlain || (kOne && one.green_passes);
   assert(!kPlain || (one.sharing == Sharing::single_writer &&
                      one.cost_in_packets == !kMeter && (!kMeter || one.green_passes)));
-  // kOne meter: its green test's numbers for this burst's clock.
-  sl_srtcm_at one_meter{};
-  if (kOne && kMeter) sl_srtcm_at_time(&one.p.meter, now_ns, &one_meter);
   // Its table's bucket words per flow, as rules_snapshot.cpp makes them: a meter's two, a
   // token bucket's one (0: any rule, read from the table).
   constexpr unsigned kOneWords = kOne ? (kMeter ? 2 : 1) : kUniform ? 1 : 0;
@@ -209,73 +281,60 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
              : Classifier::CommonIpv4Rule{};
 
   Pass1 p1[Pipeline::kMaxBurst];
+  // Frame i is one of a fast rule. kOne: from its line, so that the first pass stores no
+  // rule for such a frame and the second loads none.
+  const auto of_fast_rule = [&p1](size_t i) {
+    return kOne ? p1[i].line != nullptr : p1[i].rule >= 0;
+  };
+  // Frames for the general stages are only marked by the first pass and classified after it.
+  const size_t general_seen = first_pass<kOne, kMode, kUniform, kDense, kOneWords>(
+      FirstPassIn{&s, &one, one_flows, one_keys, one_match, one_dense, port, one_prefix_len,
+                  default_fast},
+      src, m, p1);
   // The frames for the general stages take the scratch entries in order, so the loops carry
   // no pointer into `cl` for the common frames.
-  size_t general_seen = 0, general_done = 0;
-  for (size_t i = 0; i < m; ++i) {
-    const Pipeline::Frame fr = src.head(i);
-    const uint32_t len = src.wire(fr);
-    p1[i].len = len;
-    Ipv4Fields f;
-    if (src.as_is(fr) && parse_common_ipv4_fields(fr.data, fr.len, len, f)) [[likely]] {
-      uint64_t dense_at = 0;
-      int r;
-      if constexpr (kOne && kDense) {
-        const bool in = dense_slot_in(dense_host_order(one_dense.src ? f.src() : f.dst()),
-                                      one_dense, dense_at);
-        r = in && Classifier::common_ipv4_matches(one_match, f) ? 0 : -1;
-      } else {
-        r = kOne ? (Classifier::common_ipv4_matches(one_match, f) ? 0 : -1)
-                 : s.classifier.classify_common_ipv4(f, port);
-      }
-      if (r >= 0) {
-        const CompiledRule& cr = kOne ? one : s.compiled[size_t(r)];
-        if (kOne || cr.fast_common_ipv4) [[likely]] {
-          p1[i].rule = int32_t(r);
-          if (kDense && (kOne || cr.dense.slots != 0)) {
-            const DenseKey& dk = kOne ? one_dense : cr.dense;
-            const uint64_t slot = kOne ? dense_at : dense_slot(dk.src ? f.src() : f.dst(), dk);
-            FlowTable* const flows = kOne ? one_flows : cr.flows;
-            p1[i].hash = slot;
-            p1[i].line = flows->template dense_tag<kOneWords>(slot);
-            flows->prefetch_dense<kOneWords>(p1[i].line, slot);
-            continue;
-          }
-          const uint64_t hash =
-              kOne       ? common_ipv4_hash_of<kMode>(one_keys, one_prefix_len, f)
-              : kUniform ? common_ipv4_hash_of<kMode>(cr, f)
-                         : common_ipv4_hash(cr, f);
-          p1[i].hash = hash;
-          FlowTable* const flows = kOne ? one_flows : cr.flows;
-          p1[i].line = flows->first_line(hash);
-          flows->prefetch_line<kOneWords>(p1[i].line);
-          continue;
-        }
-      } else if (default_fast) {
-        p1[i].rule = kDefault;
-        continue;
-      }
+  if (general_seen != 0) [[unlikely]] {
+    size_t at = 0;
+    for (size_t i = 0; i < m; ++i) {
+      if (of_fast_rule(i) || p1[i].rule != kGeneral) continue;
+      const Pipeline::Frame whole = src.full(i);
+      run.classify(whole.data, whole.len, whole.wire_len, port, cl[at++]);
     }
-    p1[i].rule = kGeneral;
-    const Pipeline::Frame whole = src.full(i);
-    run.classify(whole.data, whole.len, whole.wire_len, port, cl[general_seen++]);
   }
+  size_t general_done = 0;
+
+  // The second pass's constants, worked out only now: live through the first pass, they
+  // would take its registers.
+  std::array<RuleBurst, kOne ? 1 : kShares> rb{};
+  uint32_t tick = 0;
+  if constexpr (kOne) {
+    tick = one_flows->tick_of(now_ns);
+    rb[0].rule = 0;
+    if (!one.fast_srtcm) {
+      sl_tb_at_time(&one.p.rate, now_ns, &rb[0].at);
+      sl_tb_at_cost(&one.p.rate, 1, &rb[0].at);
+    }
+  }
+  // kOne meter: its green test's numbers for this burst's clock.
+  sl_srtcm_at one_meter{};
+  if (kOne && kMeter) sl_srtcm_at_time(&one.p.meter, now_ns, &one_meter);
 
   uint64_t default_packets = 0, default_bytes = 0;
+
   const Verdict pass{Verdict::Kind::forward, now_ns};
   const Verdict by_default{default_kind == ActionKind::drop ? Verdict::Kind::drop
                                                             : Verdict::Kind::forward,
                            now_ns};
-  uint64_t one_packets = 0, one_bytes = 0;
+  // kOne: the bytes its conforming packets had; how many they were is known after the loop.
+  uint64_t one_bytes = 0;
   size_t not_now = 0;  // verdicts of the out-of-line paths and the default's drops
   uint64_t written = 0;  // bit i: verdicts[i] stored by an out-of-line path
   // A new flow's state words (the lookup's slow path takes this by reference): kOne's made
   // once per burst, not once per packet.
   const auto init_one = [&one, now_ns](std::atomic<uint64_t>* st) { one.init_state(st, now_ns); };
   for (size_t i = 0; i < m; ++i) {
-    const int r = p1[i].rule;
-    if (r >= 0) [[likely]] {
-      const size_t ri = kOne ? 0 : size_t(r);
+    if (of_fast_rule(i)) [[likely]] {
+      const size_t ri = kOne ? 0 : size_t(p1[i].rule);
       const CompiledRule& cr = kOne ? one : s.compiled[ri];
       RuleBurst& b = kOne ? rb[0] : share_of(rb.data(), s, ri, now_ns, counters);
       const uint32_t len = p1[i].len;
@@ -322,7 +381,6 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
         }
         if (colour == SL_GREEN && (kOne ? one_green_passes : cr.green_passes)) [[likely]] {
           if constexpr (kOne) {
-            ++one_packets;
             one_bytes += len;
           } else {
             ++b.packets;
@@ -359,7 +417,6 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
         }
         if (ok) [[likely]] {
           if constexpr (kOne) {
-            ++one_packets;
             one_bytes += len;
           } else {
             ++b.packets;
@@ -370,7 +427,7 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
       }
       not_now += refused(run, cr, w == nullptr, src, i, verdicts, now_ns, counters);
       written |= uint64_t{1} << i;
-    } else if (r == kDefault) {
+    } else if (p1[i].rule == kDefault) {
       ++default_packets;
       default_bytes += p1[i].len;
     } else {
@@ -379,7 +436,9 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
     }
   }
   if constexpr (kOne) {
-    rb[0].packets = one_packets;
+    // Every frame not of the default's and not finished out of line (refused, another colour,
+    // general) conformed.
+    rb[0].packets = m - default_packets - size_t(__builtin_popcountll(written));
     rb[0].bytes = one_bytes;
   }
 
@@ -396,7 +455,8 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   }
   if (not_now != 0 || fill == VerdictFill::all) {
     for (size_t i = 0; i < m; ++i)
-      if (!(written >> i & 1)) verdicts[i] = p1[i].rule == kDefault ? by_default : pass;
+      if (!(written >> i & 1))
+        verdicts[i] = !of_fast_rule(i) && p1[i].rule == kDefault ? by_default : pass;
   }
   return not_now;
 }
