@@ -95,8 +95,8 @@ static_assert(match_word::kDscpShift + 6 <= kVaryingShift + 16);
 inline uint32_t match_word_varying(const Ipv4Fields& f) {
   return uint32_t(f.proto) | uint32_t(f.dscp()) << (match_word::kDscpShift - kVaryingShift);
 }
-// The same bits with the DSCP where the TOS byte has it (ECN below it, left out by a mask
-// from tos_varying_mask()): one shift less a frame.
+// The same bits with the DSCP where the TOS byte has it (the ECN bits below it, which no
+// mask from tos_varying_bits() covers): one shift less a frame.
 inline uint32_t tos_varying(const Ipv4Fields& f) {
   return uint32_t(f.proto) | uint32_t(f.tos) << 8;
 }
