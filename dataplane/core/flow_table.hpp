@@ -164,9 +164,7 @@ class FlowTable {
   // constant: a shift, not a multiply; 0: read from the table).
   template <unsigned kStateWords = 0>
   std::atomic<uint64_t>* first_line(uint64_t hash) const {
-    const unsigned stride = kStateWords != 0 ? kWays * (1 + kStateWords) : stride_words_;
-    assert(stride == stride_words_);
-    return sets_ + set_of(hash) * stride;
+    return set_at<kStateWords>(set_of(hash));
   }
 
   // Dense tables: the same for the flow of key offset `slot` (< dense_slots()), from its tag
@@ -182,9 +180,7 @@ class FlowTable {
   // constant; 0: read from the table).
   template <unsigned kStateWords = 0>
   std::atomic<uint64_t>* dense_tag(uint64_t slot) const {
-    const unsigned stride = kStateWords != 0 ? kWays * (1 + kStateWords) : stride_words_;
-    assert(stride == stride_words_);
-    return sets_ + slot / kWays * stride + slot % kWays;
+    return set_at<kStateWords>(slot / kWays) + slot % kWays;
   }
   // Loads what a dense lookup and charge read: the tag's line and the line of its words.
   template <unsigned kStateWords = 0>
@@ -324,7 +320,14 @@ class FlowTable {
   // The ways of a set whose tags may hold fingerprint bits fp, as bits (way w: bit w), in
   // way order; every tag holding fp is among them. A caller checks each whole tag.
   static unsigned candidates(const std::atomic<uint64_t>* tag, uint64_t fp);
-  std::atomic<uint64_t>* set_at(size_t set) const { return sets_ + set * stride_words_; }
+  // kStateWords: state_words(), for a caller that knows it (the set's stride is then a
+  // constant: a shift, not a load and a multiply; 0: read from the table).
+  template <unsigned kStateWords = 0>
+  std::atomic<uint64_t>* set_at(size_t set) const {
+    const unsigned stride = kStateWords != 0 ? kWays * (1 + kStateWords) : stride_words_;
+    assert(stride == stride_words_);
+    return sets_ + set * stride;
+  }
   std::atomic<uint64_t>* tags(size_t set) const { return set_at(set); }
   std::atomic<uint64_t>* states(size_t set) const { return set_at(set) + kWays; }
   std::atomic<uint64_t>* state_of(size_t set, unsigned way) const {
@@ -479,12 +482,11 @@ template <unsigned kStateWords, class Init>
   for (unsigned c = candidates(line, fp); c != 0; c &= c - 1) {
     std::atomic<uint64_t>* const tag = line + __builtin_ctz(c);
     const uint64_t seen = tag->load(std::memory_order_acquire);
-    if (seen == busy) [[likely]]
-      return {state_of_tag(tag, size_t(tag - line), words), Outcome::found};
-    if ((seen & ~kLifeMask) == fp) {
+    if (seen != busy) [[unlikely]] {
+      if ((seen & ~kLifeMask) != fp) continue;  // a high half that matched by chance
       touch(*tag, seen, fp, tick);
-      return {state_of_tag(tag, size_t(tag - line), words), Outcome::found};
     }
+    return {state_of_tag(tag, size_t(tag - line), words), Outcome::found};
   }
   return find_elsewhere_or_insert(hash, fp, tick, init);
 }
