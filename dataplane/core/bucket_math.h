@@ -348,14 +348,13 @@ static inline int sl_tb_decide_at(const struct sl_tb_at *a, sl_u64 word, sl_u64 
   sl_s64 d = sl_tb_credit(word, a->t_u);
   /* need >= 0 >= step_limit, so a credit that meets the need is never re-based: the common
    * packet takes this one test. */
-  if (__builtin_expect(d >= a->need, 1)) {
-    *next = sl_tb_pack_prepared(a, sl_min_s64(d, a->burst_u) - (sl_s64)a->ic);
-    return 1;
+  if (__builtin_expect(d < a->need, 0)) {
+    sl_s64 d0 = sl_rebase_at(a->step_limit, a->burst_u, d);
+    *next = d0 == d ? word : sl_tb_pack_prepared(a, d0);
+    if (d0 < a->need) return 0;
+    d = d0;
   }
-  sl_s64 d0 = sl_rebase_at(a->step_limit, a->burst_u, d);
-  *next = d0 == d ? word : sl_tb_pack_prepared(a, d0);
-  if (d0 < a->need) return 0;
-  *next = sl_tb_pack_prepared(a, sl_min_s64(d0, a->burst_u) - (sl_s64)a->ic);
+  *next = sl_tb_pack_prepared(a, sl_min_s64(d, a->burst_u) - (sl_s64)a->ic);
   return 1;
 }
 
