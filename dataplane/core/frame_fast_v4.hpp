@@ -92,16 +92,18 @@ inline constexpr uint64_t kCommonIpv4MatchWord =
     match_word::kIsIp | match_word::kHasPorts | uint64_t{4} << match_word::kVersionShift;
 inline constexpr unsigned kVaryingShift = match_word::kProtoShift;
 static_assert(match_word::kDscpShift + 6 <= kVaryingShift + 16);
+// The DSCP's place in those 16 bits: just above the protocol's byte, which tos_varying()
+// relies on.
+inline constexpr unsigned kVaryingDscp = match_word::kDscpShift - kVaryingShift;
+static_assert(kVaryingDscp == 8);
 inline uint32_t match_word_varying(const Ipv4Fields& f) {
-  return uint32_t(f.proto) | uint32_t(f.dscp()) << (match_word::kDscpShift - kVaryingShift);
+  return uint32_t(f.proto) | uint32_t(f.dscp()) << kVaryingDscp;
 }
 // The same bits with the DSCP where the TOS byte has it (the ECN bits below it, which no
 // mask from tos_varying_bits() covers): one shift less a frame.
 inline uint32_t tos_varying(const Ipv4Fields& f) {
-  return uint32_t(f.proto) | uint32_t(f.tos) << 8;
+  return uint32_t(f.proto) | uint32_t(f.tos) << kVaryingDscp;
 }
-inline constexpr unsigned kVaryingDscp = match_word::kDscpShift - kVaryingShift;
-static_assert(kVaryingDscp == 8);
 // Bits of match_word_varying() as bits of tos_varying(); the bits above the DSCP are 0 in
 // both.
 inline constexpr uint32_t tos_varying_bits(uint32_t varying) {
