@@ -303,8 +303,8 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   }
   size_t general_done = 0;
 
-  // The second pass's constants, worked out only now: live through the first pass, they
-  // would take its registers.
+  // The second pass's constants, worked out where it begins: before the first pass they
+  // would only be kept across its call.
   std::array<RuleBurst, kOne ? 1 : kShares> rb{};
   uint32_t tick = 0;
   if constexpr (kOne) {
@@ -320,7 +320,6 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   if (kOne && kMeter) sl_srtcm_at_time(&one.p.meter, now_ns, &one_meter);
 
   uint64_t default_packets = 0, default_bytes = 0;
-
   const Verdict pass{Verdict::Kind::forward, now_ns};
   const Verdict by_default{default_kind == ActionKind::drop ? Verdict::Kind::drop
                                                             : Verdict::Kind::forward,
