@@ -79,6 +79,7 @@
 #include <memory>
 #include <string>
 
+#include "prefetch_for_write.hpp"
 #include "result.hpp"
 #include "sanitizers.hpp"
 
@@ -186,8 +187,8 @@ class FlowTable {
   template <unsigned kStateWords = 0>
   void prefetch_dense(const std::atomic<uint64_t>* tag, uint64_t slot) const {
     const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
-    __builtin_prefetch(tag, 1, 3);
-    __builtin_prefetch(state_of_tag(tag, slot % kWays, words), 1, 3);
+    prefetch_for_write(tag);
+    prefetch_for_write(state_of_tag(tag, slot % kWays, words));
   }
   // Keys a dense table has a slot for; 0 for a hashed table.
   uint64_t dense_slots() const { return dense_slots_; }
@@ -208,9 +209,9 @@ class FlowTable {
     const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
     assert(words == state_words_);
     const char* set = reinterpret_cast<const char*>(line);
-    __builtin_prefetch(set, 1, 3);
-    __builtin_prefetch(set + 64, 1, 3);
-    if (words == 2) __builtin_prefetch(set + 128, 1, 3);
+    prefetch_for_write(set);
+    prefetch_for_write(set + 64);
+    if (words == 2) prefetch_for_write(set + 128);
   }
 
   // Visits at most max_slots slots from where the previous call stopped (wrapping), freeing the
