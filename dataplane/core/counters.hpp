@@ -57,6 +57,11 @@ struct WorkerCounters {
   uint32_t default_slot = 0;
   // The rules snapshot these counters are laid out for (Pipeline::enter() adopts a newer one).
   uint64_t generation = 0;
+  // Not a counter, but the worker's as they are: when workers share the flow tables, the
+  // half of every set in which this worker looks for and claims its flows first
+  // (FlowTable::find_or_insert_home), 0 or 1. Workers that see different flows (RSS) then
+  // write different lines.
+  uint8_t table_half = 0;
   explicit WorkerCounters(size_t rule_count = 0)
       : per_rule(rule_count + 1), default_slot(uint32_t(rule_count)) {}
   TrafficCounters& rule(size_t slot) { return per_rule[slot]; }

@@ -245,8 +245,10 @@ const std::atomic<uint64_t>* FlowTable::find(uint64_t hash) const {
 
 size_t FlowTable::slot_of(const std::atomic<uint64_t>* state) const {
   const size_t word = size_t(state - sets_);
-  const size_t set = word / stride_words_;
-  return set * kWays + (word % stride_words_ - kWays) / state_words_;
+  const size_t set = word / stride_words_, in_set = word % stride_words_;
+  const size_t half_words = half_offset(1, state_words_);
+  const size_t half = in_set / half_words;
+  return set * kWays + half * kHalfWays + (in_set % half_words - kHalfWays) / state_words_;
 }
 
 void FlowTable::abandon(std::atomic<uint64_t>& tag) {
@@ -254,11 +256,12 @@ void FlowTable::abandon(std::atomic<uint64_t>& tag) {
   active_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint32_t tick) {
+FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint32_t tick,
+                                  unsigned home) {
   // The candidate ways: the first set's 8, then the second set's 8 (if it is another set).
   const unsigned n = second == first ? kWays : 2 * kWays;
   auto tag_at = [&](unsigned i) -> std::atomic<uint64_t>& {
-    return i < kWays ? tags(first)[i] : tags(second)[i - kWays];
+    return i < kWays ? tag_of_way(first, i) : tag_of_way(second, i - kWays);
   };
   auto state_at_way = [&](unsigned i) {
     return i < kWays ? state_of(first, i) : state_of(second, i - kWays);
@@ -275,6 +278,7 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
     //    more flows than this rule when both were tried.
     int stale = -1;
     int empty[2] = {-1, -1};
+    int home_empty[2] = {-1, -1};  // the first empty way of each set's home half
     unsigned empties[2] = {0, 0};
     uint64_t stale_tag = 0;
     EvictionChoice eviction(evict_ticks_, protect_ticks_);
@@ -290,6 +294,7 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
       } else if (t == kEmpty) {
         const unsigned which = i / kWays;
         if (empty[which] < 0) empty[which] = int(i);
+        if (home_empty[which] < 0 && (i % kWays) / kHalfWays == home) home_empty[which] = int(i);
         ++empties[which];
       } else if (t & kPending) {
         others_pending = true;
@@ -307,8 +312,12 @@ FlowTable::Claim FlowTable::claim(size_t first, size_t second, uint64_t fp, uint
       if (!relax(spins)) return {{nullptr, Outcome::no_slot}, nullptr};
       continue;
     }
+    // One of several threads (home): its own half of the first set, else of the second, so
+    // that its flows stay off the lines the others write; else, or with one thread, as above.
     const int best_empty =
-        empties[0] >= kKeepFirstEmpties || empties[0] >= empties[1] ? empty[0] : empty[1];
+        home_empty[0] >= 0 ? home_empty[0]
+        : home_empty[1] >= 0 ? home_empty[1]
+        : empties[0] >= kKeepFirstEmpties || empties[0] >= empties[1] ? empty[0] : empty[1];
 
     // 2. Pick: a stale (expired) slot replaces a dead flow, so it needs no capacity; an empty
     //    slot needs a unit of capacity; otherwise a victim, if one may go (flow_eviction.hpp:
@@ -421,7 +430,7 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max_slots) {
   const uint32_t tick = tick_of(now_ns);
   size_t freed = 0;
   for (uint64_t k = 0; k < n; ++k) {
-    std::atomic<uint64_t>& tag = tags(i / kWays)[i % kWays];
+    std::atomic<uint64_t>& tag = tag_of_way(i / kWays, i % kWays);
     uint64_t t = tag.load(std::memory_order_relaxed);
     // The CAS from the exact word we judged (tick included) frees only that flow, and only if
     // nobody touched it since.

@@ -1,13 +1,20 @@
 // Per-rule table of per-flow bucket state (SPEC §3 Flows), shared by every worker thread.
 //
-// Layout: sets of kWays = 8 flows. A set is one 64-byte line of 8 tag words followed by the 8
-// flows' bucket words (state_words = 1 or 2 per flow: 1 for token-bucket, gcra, leaky-bucket and
-// the windows, 2 for the srtcm/trtcm meters), so finding a flow reads one line and charging it
-// one more: a burst prefetches both for every packet before charging any (Pipeline). A flow has
-// two candidate sets picked independently from its hash: it is created in its first set while
-// that has two free slots, else in the emptier of the two (~2% of flows at full capacity end up
-// in their second set), so lookups almost always read just the prefetched first set; new flows
-// and flows in their second set read a second tag line. The whole table is one anonymous
+// Layout: sets of kWays = 8 flows, each set two halves of 4 ways: a half is its 4 tag words
+// followed by those 4 flows' bucket words (state_words = 1 or 2 per flow: 1 for token-bucket,
+// gcra, leaky-bucket and the windows, 2 for the srtcm/trtcm meters). With one word a flow a
+// half is one 64-byte line and a set two; with two, a set is three lines. A single writer (one
+// worker, replay) reads a whole set, so a burst prefetches all of it for every packet before
+// charging any (Pipeline). Workers that share a table each have a home half (0 or 1,
+// find_or_insert_home): they look there first, put their new flows there while it has room,
+// and prefetch only it, so that two workers that see different flows (RSS) write different
+// lines: a set whose tag and bucket line both workers wrote cost each packet a line transfer
+// between the cores. A flow has two candidate sets picked independently from its hash: it is
+// created in its first set while that has two free slots, else in the emptier of the two (~2%
+// of flows at full capacity end up in their second set; with a home, in its home half of the
+// first set, else of the second, else as a single writer does: ~0.3% land outside it), so
+// lookups almost always read just the prefetched first set; new flows and flows in their
+// second set read a second tag line. The whole table is one anonymous
 // mapping (a small one: zeroed heap memory) made in the constructor and never resized; nothing
 // in the hot path allocates, so a flood of new flows degrades to eviction / no_slot, never to
 // more than `capacity` (SPEC §6).
@@ -95,6 +102,7 @@ namespace sluice {
 class FlowTable {
  public:
   static constexpr unsigned kWays = 8;
+  static constexpr unsigned kHalfWays = kWays / 2;
   static constexpr unsigned kSlack = 2;         // slots per flow of capacity
   static constexpr unsigned kTickShift = 20;    // finest tick: 2^20 ns (~1.05 ms)
   static constexpr unsigned kTickBits = 24;
@@ -161,6 +169,13 @@ class FlowTable {
   template <unsigned kStateWords = 0, class Init>
   Lookup find_or_insert_line(std::atomic<uint64_t>* line, uint64_t hash, uint32_t tick,
                              Init&& init);
+  // The same for one of several threads sharing the table, whose `home` half of every set
+  // (0 or 1: ways 0-3 or 4-7) is where it looks first and puts its new flows first, so that
+  // threads that see different flows (RSS) write different lines. It reads the home half
+  // inline and the rest out of line; prefetch_half() loads what it reads first.
+  template <unsigned kStateWords = 0, class Init>
+  Lookup find_or_insert_home(std::atomic<uint64_t>* line, unsigned home, uint64_t hash,
+                             uint32_t tick, Init&& init);
   // kStateWords: state_words(), for a caller that knows it (the set's stride is then a
   // constant: a shift, not a multiply; 0: read from the table).
   template <unsigned kStateWords = 0>
@@ -181,7 +196,8 @@ class FlowTable {
   // constant; 0: read from the table).
   template <unsigned kStateWords = 0>
   std::atomic<uint64_t>* dense_tag(uint64_t slot) const {
-    return set_at<kStateWords>(slot / kWays) + slot % kWays;
+    const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
+    return set_at<kStateWords>(slot / kWays) + tag_offset(unsigned(slot % kWays), words);
   }
   // Loads what a dense lookup and charge read: the tag's line and the line of its words.
   template <unsigned kStateWords = 0>
@@ -212,6 +228,17 @@ class FlowTable {
     prefetch_for_write(set);
     prefetch_for_write(set + 64);
     if (words == 2) prefetch_for_write(set + 128);
+  }
+
+  // Loads the lines find_or_insert_home() reads first: the set's `home` half (one line for
+  // one state word a flow, two for two).
+  template <unsigned kStateWords = 0>
+  void prefetch_half(const std::atomic<uint64_t>* line, unsigned home) const {
+    const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
+    assert(words == state_words_);
+    const char* half = reinterpret_cast<const char*>(line + half_offset(home, words));
+    prefetch_for_write(half);
+    if (words == 2) prefetch_for_write(half + 64);
   }
 
   // Visits at most max_slots slots from where the previous call stopped (wrapping), freeing the
@@ -255,12 +282,12 @@ class FlowTable {
 
   // Introspection (tests, diagnostics). Slot i is way i % kWays of set i / kWays.
   size_t slot_count() const { return nsets_ * kWays; }
-  uint64_t tag_word(size_t i) const { return tags(i / kWays)[i % kWays].load(std::memory_order_acquire); }
+  uint64_t tag_word(size_t i) const { return tag_of_way(i / kWays, i % kWays).load(std::memory_order_acquire); }
   uint64_t fingerprint_at(size_t i) const { return (tag_word(i) & kFingerprintMask) >> kFingerprintShift; }
   uint32_t tick_at(size_t i) const { return uint32_t(tag_word(i) & kTickMask); }
   bool seen_once_at(size_t i) const { return (tag_word(i) & kSeenOnce) != 0; }
   const std::atomic<uint64_t>* state_at(size_t i) const {
-    return states(i / kWays) + (i % kWays) * state_words_;
+    return state_of(i / kWays, unsigned(i % kWays));
   }
   // Calls f(slot) for every slot that holds a flow (published: neither empty nor being
   // claimed) when its tag is read, reading only the sets a flow was ever claimed in. A rate
@@ -276,7 +303,7 @@ class FlowTable {
       for (uint64_t bits = used_sets_[w].load(std::memory_order_seq_cst); bits != 0; bits &= bits - 1) {
         const size_t set = w * 64 + size_t(__builtin_ctzll(bits));
         for (unsigned way = 0; way < kWays; ++way) {
-          const uint64_t t = tags(set)[way].load(std::memory_order_acquire);
+          const uint64_t t = tag_of_way(set, way).load(std::memory_order_acquire);
           if (t != kEmpty && !(t & kPending)) f(set * kWays + way);
         }
       }
@@ -309,18 +336,29 @@ class FlowTable {
   // The first way of a set whose tag holds fingerprint bits fp (pending clear), or kWays if
   // none does.
   unsigned scan(size_t set, uint64_t fp) const {
-    uint64_t seen;
-    std::atomic<uint64_t>* const tag = first_match(tags(set), fp, seen);
-    return tag ? unsigned(tag - tags(set)) : kWays;
+    const std::atomic<uint64_t>* const tags = set_at(set);
+    for (unsigned c = candidates(tags, fp, state_words_); c != 0; c &= c - 1) {
+      const unsigned at = unsigned(__builtin_ctz(c));
+      if ((tags[at].load(std::memory_order_acquire) & ~kLifeMask) == fp)
+        return at < kHalfWays ? at : kHalfWays + at % kHalfWays;
+    }
+    return kWays;
   }
-  // The same, from a set's tags: that way's tag, or null; `seen` gets the tag as the match
-  // read it. (A pointer: the caller's state address is then one add away, with no sign
-  // extension of a way number.)
-  static std::atomic<uint64_t>* first_match(std::atomic<uint64_t>* tag, uint64_t fp,
-                                            uint64_t& seen);
-  // The ways of a set whose tags may hold fingerprint bits fp, as bits (way w: bit w), in
-  // way order; every tag holding fp is among them. A caller checks each whole tag.
-  static unsigned candidates(const std::atomic<uint64_t>* tag, uint64_t fp);
+  // The same over one half of the set (its ways half * kHalfWays ..): the way, or kWays.
+  unsigned scan_half(size_t set, unsigned half, uint64_t fp) const {
+    const std::atomic<uint64_t>* const tags = set_at(set) + half_offset(half, state_words_);
+    for (unsigned c = candidates_half(tags, fp); c != 0; c &= c - 1) {
+      const unsigned q = unsigned(__builtin_ctz(c));
+      if ((tags[q].load(std::memory_order_acquire) & ~kLifeMask) == fp) return half * kHalfWays + q;
+    }
+    return kWays;
+  }
+  // The tags of a set (from its first word) that may hold fingerprint bits fp, as bits: bit k
+  // for the tag k words from the set's first (tag_offset(way)), so that a tag's address is one
+  // add away; in way order. Every tag holding fp is among them; a caller checks each whole tag.
+  static unsigned candidates(const std::atomic<uint64_t>* set, uint64_t fp, unsigned words);
+  // The same for one half's 4 tags (from its first tag): bits 0-3.
+  static unsigned candidates_half(const std::atomic<uint64_t>* tags, uint64_t fp);
   // kStateWords: state_words(), for a caller that knows it (the set's stride is then a
   // constant: a shift, not a load and a multiply; 0: read from the table).
   template <unsigned kStateWords = 0>
@@ -329,21 +367,32 @@ class FlowTable {
     assert(stride == stride_words_);
     return sets_ + set * stride;
   }
-  std::atomic<uint64_t>* tags(size_t set) const { return set_at(set); }
-  std::atomic<uint64_t>* states(size_t set) const { return set_at(set) + kWays; }
+  // Words from a set's first word to half h's first tag, and to way w's tag: a set is two
+  // halves of kHalfWays tags followed by those ways' state words.
+  static constexpr size_t half_offset(unsigned h, unsigned words) {
+    return h * kHalfWays * (1 + words);
+  }
+  static constexpr size_t tag_offset(unsigned way, unsigned words) {
+    return way + (way & kHalfWays) * words;
+  }
+  std::atomic<uint64_t>& tag_of_way(size_t set, size_t way) const {
+    return set_at(set)[tag_offset(unsigned(way), state_words_)];
+  }
   std::atomic<uint64_t>* state_of(size_t set, unsigned way) const {
-    return states(set) + way * state_words_;
+    return state_of_tag(&tag_of_way(set, way), way, state_words_);
   }
   // tag_of(hash) << kFingerprintShift, from two shifts whose flags give the zero test.
   static uint64_t fp_bits(uint64_t hash) {
     const uint64_t f = hash << (64 - kFingerprintBits) >> (64 - kFingerprintBits - kFingerprintShift);
     return f != 0 ? f : uint64_t{1} << kFingerprintShift;
   }
-  // The state words of way `way`, from its tag word: way w's words are at kWays + w * words
-  // from its set, so kWays + w * (words - 1) from its tag.
+  // The state words of way `way`, from its tag word: way w's words are kHalfWays + (w % 4) *
+  // words from its half's first tag, so kHalfWays + (w % 4) * (words - 1) from its own. A half
+  // starts a multiple of kHalfWays words into its set, so `way` may also be the tag's offset
+  // in the set (tag_offset()).
   template <class Word>
   static Word* state_of_tag(Word* tag, size_t way, unsigned words) {
-    return tag + kWays + way * (words - 1);
+    return tag + kHalfWays + (way % kHalfWays) * (words - 1);
   }
   // A claimed slot's flow made visible: init() sets its words, then the tag (seen once until
   // its next packet; the release makes init()'s words visible with it).
@@ -384,10 +433,17 @@ class FlowTable {
   void adopt(uintptr_t base);
   // mapping_ is from aligned_alloc, not mmap: only a small table's mapping_bytes_ are this few.
   bool on_heap() const { return mapping_bytes_ <= kHeapTableBytes; }
-  Claim claim(size_t first, size_t second, uint64_t fp, uint32_t tick);
+  // home: the caller's half (find_or_insert_home), whose empty ways it takes first; kAnyHalf
+  // for a single writer.
+  static constexpr unsigned kAnyHalf = 2;
+  Claim claim(size_t first, size_t second, uint64_t fp, uint32_t tick, unsigned home = kAnyHalf);
   // find_or_insert() past its first set: the second set, then a claim.
   template <class Init>
   Lookup find_elsewhere_or_insert(uint64_t hash, uint64_t fp, uint32_t tick, Init& init);
+  // find_or_insert_home() past its home half.
+  template <class Init>
+  Lookup find_away_or_insert(uint64_t hash, uint64_t fp, uint32_t tick, unsigned home,
+                             Init& init);
   // find_or_insert_dense() of a flow not (yet) in its slot: found (it appeared meanwhile),
   // no_slot, or created with the slot held as PENDING|fp for the caller to init and publish.
   Lookup claim_dense(std::atomic<uint64_t>& tag, std::atomic<uint64_t>* state, uint64_t slot,
@@ -429,41 +485,55 @@ class FlowTable {
   alignas(64) std::atomic<uint64_t> cursor_{0};
 };
 
-inline unsigned FlowTable::candidates(const std::atomic<uint64_t>* tag, uint64_t fp) {
 #ifdef SLUICE_FLOW_TABLE_SSE2
-  // Compares the high 32-bit halves of the 8 tags (pending bit and fingerprint bits 62..32) in
-  // two vector compares: a half matching by chance (8 in 2^31 lookups) is only a candidate
-  // that its whole tag then rules out. Plain vector loads of words others write atomically,
-  // as DPDK's rte_hash compares its signatures: on x86 each aligned 8-byte half is read
-  // whole, and loads are not reordered with later loads, so this orders like the acquire
-  // loads of the scalar scan; the fence keeps the compiler from moving the caller's state
-  // reads above it.
-  const auto* line = reinterpret_cast<const float*>(tag);
-  const __m128 ways03 = _mm_shuffle_ps(_mm_load_ps(line), _mm_load_ps(line + 4), _MM_SHUFFLE(3, 1, 3, 1));
-  const __m128 ways47 = _mm_shuffle_ps(_mm_load_ps(line + 8), _mm_load_ps(line + 12), _MM_SHUFFLE(3, 1, 3, 1));
-  // fp's high half in every lane: dword 1 of fp in a register, no shift out of it first.
-  const __m128i want = _mm_shuffle_epi32(_mm_cvtsi64_si128(static_cast<long long>(fp)), 0x55);
-  const unsigned found =
-      unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(ways03), want)))) |
-      unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(ways47), want)))) << 4;
+// The high 32-bit halves of 4 tags (pending bit and fingerprint bits 62..32) compared with
+// fp's in one vector compare: a half matching by chance (8 in 2^31 lookups) is only a
+// candidate that its whole tag then rules out. Plain vector loads of words others write
+// atomically, as DPDK's rte_hash compares its signatures: on x86 each aligned 8-byte half is
+// read whole, and loads are not reordered with later loads, so this orders like the acquire
+// loads of the scalar scan; the caller's fence keeps the compiler from moving its state reads
+// above it.
+inline unsigned flow_table_match4(const std::atomic<uint64_t>* tags, __m128i want) {
+  const auto* t = reinterpret_cast<const float*>(tags);
+  const __m128 highs = _mm_shuffle_ps(_mm_load_ps(t), _mm_load_ps(t + 4), _MM_SHUFFLE(3, 1, 3, 1));
+  return unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(highs), want))));
+}
+// fp's high half in every lane: dword 1 of fp in a register, no shift out of it first.
+inline __m128i flow_table_want(uint64_t fp) {
+  return _mm_shuffle_epi32(_mm_cvtsi64_si128(static_cast<long long>(fp)), 0x55);
+}
+#endif
+
+inline unsigned FlowTable::candidates(const std::atomic<uint64_t>* set, uint64_t fp,
+                                      unsigned words) {
+#ifdef SLUICE_FLOW_TABLE_SSE2
+  const __m128i want = flow_table_want(fp);
+  const size_t second_half = half_offset(1, words);
+  const unsigned found = flow_table_match4(set, want) |
+                         flow_table_match4(set + second_half, want) << second_half;
   std::atomic_signal_fence(std::memory_order_acquire);
   return found;
 #else
   unsigned hits = 0;  // branchless: which way holds a flow is random
-  for (unsigned way = 0; way < kWays; ++way)
-    hits |= unsigned((tag[way].load(std::memory_order_acquire) & ~kLifeMask) == fp) << way;
+  for (unsigned way = 0; way < kWays; ++way) {
+    const size_t at = tag_offset(way, words);
+    hits |= unsigned((set[at].load(std::memory_order_acquire) & ~kLifeMask) == fp) << at;
+  }
   return hits;
 #endif
 }
 
-inline std::atomic<uint64_t>* FlowTable::first_match(std::atomic<uint64_t>* tag, uint64_t fp,
-                                                     uint64_t& seen) {
-  for (unsigned c = candidates(tag, fp); c != 0; c &= c - 1) {
-    std::atomic<uint64_t>* const way = tag + __builtin_ctz(c);
-    seen = way->load(std::memory_order_acquire);
-    if ((seen & ~kLifeMask) == fp) [[likely]] return way;
-  }
-  return nullptr;
+inline unsigned FlowTable::candidates_half(const std::atomic<uint64_t>* tags, uint64_t fp) {
+#ifdef SLUICE_FLOW_TABLE_SSE2
+  const unsigned found = flow_table_match4(tags, flow_table_want(fp));
+  std::atomic_signal_fence(std::memory_order_acquire);
+  return found;
+#else
+  unsigned hits = 0;
+  for (unsigned q = 0; q < kHalfWays; ++q)
+    hits |= unsigned((tags[q].load(std::memory_order_acquire) & ~kLifeMask) == fp) << q;
+  return hits;
+#endif
 }
 
 template <unsigned kStateWords, class Init>
@@ -480,16 +550,41 @@ template <unsigned kStateWords, class Init>
   // A flow already touched this tick and seen before (most packets of a busy flow) has
   // exactly this tag: one compare of the candidate's word, and nothing to write.
   const uint64_t busy = fp | tick;
-  for (unsigned c = candidates(line, fp); c != 0; c &= c - 1) {
-    std::atomic<uint64_t>* const tag = line + __builtin_ctz(c);
+  for (unsigned c = candidates(line, fp, words); c != 0; c &= c - 1) {
+    // A half starts at a multiple of 4 words: the tag's way in its half is its offset's low
+    // bits.
+    const size_t at = size_t(__builtin_ctz(c));
+    std::atomic<uint64_t>* const tag = line + at;
     const uint64_t seen = tag->load(std::memory_order_acquire);
     if (seen != busy) [[unlikely]] {
       if ((seen & ~kLifeMask) != fp) continue;  // a high half that matched by chance
       touch(*tag, seen, fp, tick);
     }
-    return {state_of_tag(tag, size_t(tag - line), words), Outcome::found};
+    return {state_of_tag(tag, at, words), Outcome::found};
   }
   return find_elsewhere_or_insert(hash, fp, tick, init);
+}
+
+template <unsigned kStateWords, class Init>
+[[gnu::always_inline]] inline FlowTable::Lookup FlowTable::find_or_insert_home(
+    std::atomic<uint64_t>* line, unsigned home, uint64_t hash, uint32_t tick, Init&& init) {
+  assert(home < 2);
+  const uint64_t fp = fp_bits(hash);
+  const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
+  assert(words == state_words_);
+  std::atomic<uint64_t>* const half = line + half_offset(home, words);
+  const uint64_t busy = fp | tick;
+  for (unsigned c = candidates_half(half, fp); c != 0; c &= c - 1) {
+    const size_t q = size_t(__builtin_ctz(c));
+    std::atomic<uint64_t>* const tag = half + q;
+    const uint64_t seen = tag->load(std::memory_order_acquire);
+    if (seen != busy) [[unlikely]] {
+      if ((seen & ~kLifeMask) != fp) continue;
+      touch(*tag, seen, fp, tick);
+    }
+    return {state_of_tag(tag, q, words), Outcome::found};
+  }
+  return find_away_or_insert(hash, fp, tick, home, init);
 }
 
 template <unsigned kStateWords, class Init>
@@ -521,13 +616,38 @@ template <class Init>
 }
 
 template <class Init>
+[[gnu::noinline]] FlowTable::Lookup FlowTable::find_away_or_insert(uint64_t hash, uint64_t fp,
+                                                                  uint32_t tick, unsigned home,
+                                                                  Init& init) {
+  // The second set's home half (where this thread's flows go when their first set's is full),
+  // then the other thread's halves: those lines are read only for its rare flows.
+  const size_t first = set_of(hash), second = second_set_of(hash);
+  struct Half {
+    size_t set;
+    unsigned half;
+  };
+  const Half away[3] = {{second, home}, {first, home ^ 1}, {second, home ^ 1}};
+  for (unsigned k = 0; k < 3; ++k) {
+    if (k != 1 && second == first) continue;  // one set (a small table)
+    if (const unsigned way = scan_half(away[k].set, away[k].half, fp); way < kWays) {
+      touch(tag_of_way(away[k].set, way), fp, tick);
+      return {state_of(away[k].set, way), Outcome::found};
+    }
+  }
+  Claim c = claim(first, second, fp, tick, home);
+  if (c.lookup.outcome == Outcome::created || c.lookup.outcome == Outcome::evicted)
+    publish(*c.tag, c.lookup.state, fp, tick, init);
+  return c.lookup;
+}
+
+template <class Init>
 [[gnu::noinline]] FlowTable::Lookup FlowTable::find_elsewhere_or_insert(uint64_t hash,
                                                                        uint64_t fp, uint32_t tick,
                                                                        Init& init) {
   const size_t first = set_of(hash), second = second_set_of(hash);
   if (second != first) {
     if (const unsigned way = scan(second, fp); way < kWays) {
-      touch(tags(second)[way], fp, tick);
+      touch(tag_of_way(second, way), fp, tick);
       return {state_of(second, way), Outcome::found};
     }
   }

@@ -158,6 +158,10 @@ struct FirstPassIn {
   uint16_t port;
   uint8_t one_prefix_len;
   bool default_fast;
+  // Workers share the tables: a packet's lookup reads its worker's half of the set first
+  // (FlowTable::find_or_insert_home), so only that half is prefetched.
+  bool home_first;
+  uint8_t home;
 };
 
 // burst's first pass: each frame parsed, classified, hashed and its set's lines prefetched,
@@ -165,7 +169,8 @@ struct FirstPassIn {
 // function of its own, without calls, so that its loop has every register: inlined into
 // burst, values live across both passes took them, and its constants (match, hash keys,
 // table) were reloaded from the stack for every packet.
-template <bool kOne, KeyMode kMode, bool kUniform, bool kDense, unsigned kOneWords, class Frames>
+template <bool kOne, KeyMode kMode, bool kUniform, bool kDense, bool kPlain, unsigned kOneWords,
+          class Frames>
 [[gnu::noinline]] size_t first_pass(const FirstPassIn& arg, const Frames& frames, size_t m,
                                     Pass1* p1) {
   const Frames src = frames;
@@ -178,6 +183,8 @@ template <bool kOne, KeyMode kMode, bool kUniform, bool kDense, unsigned kOneWor
   const uint16_t port = arg.port;
   const uint8_t one_prefix_len = arg.one_prefix_len;
   const bool default_fast = arg.default_fast;
+  const bool home_first = !kPlain && arg.home_first;
+  const unsigned home = arg.home;
   size_t general_seen = 0;
   for (size_t i = 0; i < m; ++i) {
     const Pipeline::Frame fr = src.head(i);
@@ -215,7 +222,10 @@ template <bool kOne, KeyMode kMode, bool kUniform, bool kDense, unsigned kOneWor
           p1[i].hash = hash;
           FlowTable* const flows = kOne ? one_flows : cr.flows;
           p1[i].line = flows->template first_line<kOneWords>(hash);
-          flows->prefetch_line<kOneWords>(p1[i].line);
+          if (home_first)
+            flows->prefetch_half<kOneWords>(p1[i].line, home);
+          else
+            flows->prefetch_line<kOneWords>(p1[i].line);
           continue;
         }
       } else if (default_fast) {
@@ -261,6 +271,10 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
   FlowTable* const one_flows = kOne ? one.flows : nullptr;
   static_assert(kOne || !kPlain);
   const Sharing one_sharing = kPlain ? Sharing::single_writer : kOne ? one.sharing : Sharing::shared;
+  // Every rule's sharing is the pipeline's (Pipeline::set_single_writer).
+  const bool home_first =
+      !kPlain && !s.compiled.empty() && s.compiled[0].sharing == Sharing::shared;
+  const uint8_t home = counters.table_half;
   const bool one_by_packets = kPlain ? !kMeter : kOne && one.cost_in_packets;
   const uint64_t one_overhead = kOne ? one.overhead_bytes : 0;
   const bool one_green_passes = kPlain || (kOne && one.green_passes);
@@ -287,9 +301,9 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
     return kOne ? p1[i].line != nullptr : p1[i].rule >= 0;
   };
   // Frames for the general stages are only marked by the first pass and classified after it.
-  const size_t general_seen = first_pass<kOne, kMode, kUniform, kDense, kOneWords>(
+  const size_t general_seen = first_pass<kOne, kMode, kUniform, kDense, kPlain, kOneWords>(
       FirstPassIn{&s, &one, one_flows, one_keys, one_match, one_dense, port, one_prefix_len,
-                  default_fast},
+                  default_fast, home_first, home},
       src, m, p1);
   // The frames for the general stages take the scratch entries in order, so the loops carry
   // no pointer into `cl` for the common frames.
@@ -344,17 +358,24 @@ size_t burst(const Run& run, const Frames& frames, size_t m, uint16_t port, uint
         w = flows->find_or_insert_dense<kOneWords>(p1[i].line, p1[i].hash, rule_tick, init_one)
                 .state;
       } else if constexpr (kOne) {
-        w = flows->find_or_insert_line<kOneWords>(p1[i].line, p1[i].hash, rule_tick, init_one)
-                .state;
+        w = home_first ? flows->find_or_insert_home<kOneWords>(p1[i].line, home,
+                                                               p1[i].hash, rule_tick, init_one)
+                             .state
+                       : flows->find_or_insert_line<kOneWords>(p1[i].line, p1[i].hash,
+                                                               rule_tick, init_one)
+                             .state;
       } else {
         const auto init = [&](std::atomic<uint64_t>* st) { cr.init_state(st, now_ns); };
         w = kDense && cr.dense.slots != 0
                 ? flows->template find_or_insert_dense<kOneWords>(p1[i].line, p1[i].hash,
                                                                   rule_tick, init)
                       .state
-                : flows->template find_or_insert_line<kOneWords>(p1[i].line, p1[i].hash,
-                                                                 rule_tick, init)
-                      .state;
+            : home_first ? flows->template find_or_insert_home<kOneWords>(
+                               p1[i].line, home, p1[i].hash, rule_tick, init)
+                               .state
+                         : flows->template find_or_insert_line<kOneWords>(
+                               p1[i].line, p1[i].hash, rule_tick, init)
+                               .state;
       }
       if ((kOne ? kMeter : !kUniform && cr.fast_srtcm) && w != nullptr) {
         MeterWord& word = *reinterpret_cast<MeterWord*>(w);

@@ -7,9 +7,11 @@
 // are shared between cores (a set holds flows of every worker), and the tick touch or the
 // bucket's compare-and-swap that follows the prefetch then waited for a second trip, to take
 // the line from the other core. PREFETCHW fetches it owned while the burst's other packets
-// are worked on. AMD's x86-64 CPUs all have it; Intel's report it from Broadwell on and
-// decode it as a no-op before. A single worker's lines are in no other cache, so for it the
-// two prefetches are the same.
+// are worked on. AMD's x86-64 CPUs all have it; Intel's report it from Broadwell on, and older
+// Intel 64 cores execute its opcode (0F 0D /1) as a no-op: 64-bit Windows from 8.1 on refuses
+// a CPU without PrefetchW and installs on Core 2 and Nehalem, and this build needs Nehalem
+// (SSE4.2: DPDK's -march=corei7) anyway. (Not run on such a CPU here.) A single worker's lines
+// are in no other cache, so for it the two prefetches are the same.
 #pragma once
 
 namespace sluice {

@@ -41,7 +41,11 @@ Worker::Worker(Pipeline& pipeline, WorkerSetup setup, const std::atomic<bool>* s
       handoff_(counters_),
       flows_(setup_.flows),
       tx_(std::move(tx)),
-      wheel_(std::move(wheel)) {}
+      wheel_(std::move(wheel)) {
+  // Neighbouring workers take different halves of the flow sets (RSS gives them different
+  // flows), so that each writes lines the other seldom reads.
+  counters_.table_half = uint8_t(setup_.rcu_thread_id % 2);
+}
 
 Result<std::unique_ptr<Worker>> Worker::create(Pipeline& pipeline, WorkerSetup setup,
                                                const std::atomic<bool>* stop) {

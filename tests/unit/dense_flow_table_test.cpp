@@ -210,7 +210,7 @@ TEST(DenseFlowTable, ThreadsCreatingTheSameKeysMakeEachOnce) {
   // A thread that waits too long for a preempted creator reports no slot (flow_table.hpp,
   // "Waits are bounded"); every slot any thread got for a key is the same one.
   for (uint64_t k = 0; k < 4096; ++k) {
-    const std::atomic<uint64_t>* const slot = t.dense_tag(k) + FlowTable::kWays + k % FlowTable::kWays;
+    const std::atomic<uint64_t>* const slot = t.state_at(k);  // key k's slot is slot k
     for (int th = 0; th < kThreads; ++th) {
       if (seen[size_t(th)][k] != nullptr) {
         ASSERT_EQ(seen[size_t(th)][k], slot) << k;
