@@ -196,8 +196,10 @@ class FlowTable {
   // constant; 0: read from the table).
   template <unsigned kStateWords = 0>
   std::atomic<uint64_t>* dense_tag(uint64_t slot) const {
+    // Slot k is way k % 4 of half k / 4 counted over the whole table (halves are alike).
     const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
-    return set_at<kStateWords>(slot / kWays) + tag_offset(unsigned(slot % kWays), words);
+    assert(words == state_words_);
+    return sets_ + slot / kHalfWays * half_offset(1, words) + slot % kHalfWays;
   }
   // Loads what a dense lookup and charge read: the tag's line and the line of its words.
   template <unsigned kStateWords = 0>
