@@ -574,9 +574,9 @@ if len(bd) > 1:
         m = med(vals(largest, 1, k))
         print(f"| {d} | {m:.2f} | {1000 / m:.0f} | {m / ms:.2f}x |")
 
-print("\nMemory per flow: `--flows F` gives each keyed rule a table of 2F slots (sets of 8: one "
-      "line of 8 tags + 8 one-word buckets = 128 bytes per set, so 16 bytes per slot and 32 per "
-      "flow of capacity), allocated and written at start. Process RSS "
+print("\nMemory per flow: `--flows F` gives each keyed rule a table of 2F slots (sets of 8 ways "
+      "in two halves, each a line of 4 tags and their 4 one-word buckets: 128 bytes per set, so "
+      "16 bytes per slot and 32 per flow of capacity), allocated and written at start. Process RSS "
       "(VmRSS; the mbufs are on hugepages, not in it), 1 worker:\n")
 print("| flows | --flows | table bytes (code) | sluiced RSS MiB | RSS delta / flow vs smallest | testpmd macswap RSS MiB |")
 print("| ---: | ---: | ---: | ---: | ---: | ---: |")

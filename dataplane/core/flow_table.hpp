@@ -55,9 +55,10 @@
 // (flow_eviction.hpp), so a flood of one-packet flows evicts its own kind first.
 //
 // Concurrency: lock-free; any number of threads may call find_or_insert() and expire() at once.
-//  - Lookup of an existing flow reads its tag line once (8 tags compared at a time); when the
-//    tick changed (at most once a tick per flow) or the flow was seen once, one CAS moves the
-//    tick forward and clears the mark (a lost race only means someone else touched it).
+//  - Lookup of an existing flow reads its set's tags once (8 compared at a time; a home's 4
+//    first); when the tick changed (at most once a tick per flow) or the flow was seen once,
+//    one CAS moves the tick forward and clears the mark (a lost race only means someone else
+//    touched it).
 //  - A new flow claims a slot with one CAS on its tag word (empty/stale/victim -> PENDING|fp),
 //    lets init() set its state words, then publishes fp|seen-once|tick with a release store.
 //  - No duplicates: after its CAS the claimer re-reads the other 15 candidate tags (both sets;
@@ -217,9 +218,9 @@ class FlowTable {
   // Read-only lookup (no insert, no touch); nullptr if absent or not yet published.
   const std::atomic<uint64_t>* find(uint64_t hash) const;
 
-  // Starts loading the lines a hash's lookup and charge will read: the set's tag line and its
-  // state words (one more line; two for meters), so that a burst can hash every packet first
-  // and find_or_insert() later hits cache instead of waiting on memory.
+  // Starts loading the lines a hash's lookup and charge will read: the set's tags and state
+  // words (two lines; three for meters), so that a burst can hash every packet first and
+  // find_or_insert() later hits cache instead of waiting on memory.
   void prefetch(uint64_t hash) const { prefetch_line(first_line(hash)); }
   template <unsigned kStateWords = 0>
   void prefetch_line(const std::atomic<uint64_t>* line) const {
@@ -498,7 +499,8 @@ class FlowTable {
 inline unsigned flow_table_match4(const std::atomic<uint64_t>* tags, __m128i want) {
   const auto* t = reinterpret_cast<const float*>(tags);
   const __m128 highs = _mm_shuffle_ps(_mm_load_ps(t), _mm_load_ps(t + 4), _MM_SHUFFLE(3, 1, 3, 1));
-  return unsigned(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_castps_si128(highs), want))));
+  const __m128i same = _mm_cmpeq_epi32(_mm_castps_si128(highs), want);
+  return unsigned(_mm_movemask_ps(_mm_castsi128_ps(same)));
 }
 // fp's high half in every lane: dword 1 of fp in a register, no shift out of it first.
 inline __m128i flow_table_want(uint64_t fp) {

@@ -43,9 +43,11 @@ TEST(FlowTableHome, AHalfIsItsTagsThenTheirStateWords) {
     const size_t half_bytes = FlowTable::kHalfWays * (1 + words) * 8;
     for (size_t set : {size_t{0}, size_t{5}, size_t{1023}}) {
       for (unsigned way = 0; way < FlowTable::kWays; ++way) {
-        const size_t at = size_t(reinterpret_cast<const char*>(t.state_at(set * FlowTable::kWays + way)) - base);
+        const auto* state = reinterpret_cast<const char*>(t.state_at(set * FlowTable::kWays + way));
         const size_t half = way / FlowTable::kHalfWays, q = way % FlowTable::kHalfWays;
-        EXPECT_EQ(at, set * 2 * half_bytes + half * half_bytes + FlowTable::kHalfWays * 8 + q * words * 8)
+        const size_t tags_bytes = FlowTable::kHalfWays * 8;
+        EXPECT_EQ(size_t(state - base),
+                  set * 2 * half_bytes + half * half_bytes + tags_bytes + q * words * 8)
             << "words " << words << " set " << set << " way " << way;
       }
     }
