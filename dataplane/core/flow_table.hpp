@@ -447,6 +447,16 @@ class FlowTable {
   template <class Init>
   Lookup find_away_or_insert(uint64_t hash, uint64_t fp, uint32_t tick, unsigned home,
                              Init& init);
+  // The slow paths' end: claim() a slot for the flow and, if one was taken, publish it.
+  template <class Init>
+  Lookup insert(size_t first, size_t second, uint64_t fp, uint32_t tick, unsigned home,
+                Init& init);
+  // The inline lookups' common part: the state words of the first of the candidate tags `c`
+  // (bits: offsets from `base`, a set's or a half's first tag) that holds fp, its tick
+  // touched; null if none does.
+  [[gnu::always_inline]] std::atomic<uint64_t>* found_among(std::atomic<uint64_t>* base,
+                                                             unsigned c, uint64_t fp,
+                                                             uint32_t tick, unsigned words) const;
   // find_or_insert_dense() of a flow not (yet) in its slot: found (it appeared meanwhile),
   // no_slot, or created with the slot held as PENDING|fp for the caller to init and publish.
   Lookup claim_dense(std::atomic<uint64_t>& tag, std::atomic<uint64_t>* state, uint64_t slot,
@@ -551,22 +561,31 @@ template <unsigned kStateWords, class Init>
   // read again.
   const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
   assert(words == state_words_);
+  if (std::atomic<uint64_t>* const state = found_among(line, candidates(line, fp, words), fp,
+                                                       tick, words))
+    return {state, Outcome::found};
+  return find_elsewhere_or_insert(hash, fp, tick, init);
+}
+
+inline std::atomic<uint64_t>* FlowTable::found_among(std::atomic<uint64_t>* base, unsigned c,
+                                                     uint64_t fp, uint32_t tick,
+                                                     unsigned words) const {
   // A flow already touched this tick and seen before (most packets of a busy flow) has
   // exactly this tag: one compare of the candidate's word, and nothing to write.
   const uint64_t busy = fp | tick;
-  for (unsigned c = candidates(line, fp, words); c != 0; c &= c - 1) {
-    // A half starts at a multiple of 4 words: the tag's way in its half is its offset's low
-    // bits.
+  for (; c != 0; c &= c - 1) {
+    // A half starts a multiple of 4 words from `base`: the tag's way in its half is its
+    // offset's low bits.
     const size_t at = size_t(__builtin_ctz(c));
-    std::atomic<uint64_t>* const tag = line + at;
+    std::atomic<uint64_t>* const tag = base + at;
     const uint64_t seen = tag->load(std::memory_order_acquire);
     if (seen != busy) [[unlikely]] {
       if ((seen & ~kLifeMask) != fp) continue;  // a high half that matched by chance
       touch(*tag, seen, fp, tick);
     }
-    return {state_of_tag(tag, at, words), Outcome::found};
+    return state_of_tag(tag, at, words);
   }
-  return find_elsewhere_or_insert(hash, fp, tick, init);
+  return nullptr;
 }
 
 template <unsigned kStateWords, class Init>
@@ -577,17 +596,9 @@ template <unsigned kStateWords, class Init>
   const unsigned words = kStateWords != 0 ? kStateWords : state_words_;
   assert(words == state_words_);
   std::atomic<uint64_t>* const half = line + half_offset(home, words);
-  const uint64_t busy = fp | tick;
-  for (unsigned c = candidates_half(half, fp); c != 0; c &= c - 1) {
-    const size_t q = size_t(__builtin_ctz(c));
-    std::atomic<uint64_t>* const tag = half + q;
-    const uint64_t seen = tag->load(std::memory_order_acquire);
-    if (seen != busy) [[unlikely]] {
-      if ((seen & ~kLifeMask) != fp) continue;
-      touch(*tag, seen, fp, tick);
-    }
-    return {state_of_tag(tag, q, words), Outcome::found};
-  }
+  if (std::atomic<uint64_t>* const state =
+          found_among(half, candidates_half(half, fp), fp, tick, words))
+    return {state, Outcome::found};
   return find_away_or_insert(hash, fp, tick, home, init);
 }
 
@@ -638,10 +649,7 @@ template <class Init>
       return {state_of(away[k].set, way), Outcome::found};
     }
   }
-  Claim c = claim(first, second, fp, tick, home);
-  if (c.lookup.outcome == Outcome::created || c.lookup.outcome == Outcome::evicted)
-    publish(*c.tag, c.lookup.state, fp, tick, init);
-  return c.lookup;
+  return insert(first, second, fp, tick, home, init);
 }
 
 template <class Init>
@@ -655,7 +663,13 @@ template <class Init>
       return {state_of(second, way), Outcome::found};
     }
   }
-  Claim c = claim(first, second, fp, tick);
+  return insert(first, second, fp, tick, kAnyHalf, init);
+}
+
+template <class Init>
+FlowTable::Lookup FlowTable::insert(size_t first, size_t second, uint64_t fp, uint32_t tick,
+                                    unsigned home, Init& init) {
+  Claim c = claim(first, second, fp, tick, home);
   if (c.lookup.outcome == Outcome::created || c.lookup.outcome == Outcome::evicted)
     publish(*c.tag, c.lookup.state, fp, tick, init);
   return c.lookup;
